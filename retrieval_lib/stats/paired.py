@@ -632,12 +632,14 @@ def match_tasks(
     if "trial_name" in work.columns:
         work = work.sort_values(["_task", "trial_name"], kind="mergesort", na_position="last")
 
-    sides: dict[str, dict[tuple[str, str, str], _Side]] = {baseline: {}, treatment: {}}
-    for (config, task, model, harness), rows in work.groupby(
-        ["config_name", "_task", "_model", "_harness"], sort=True
-    ):
+    # (task, model) -> side -> harness version (or the missing key) -> trials
+    by_task: dict[tuple[str, str], dict[str, dict[str, _Side]]] = {}
+    for group_key, rows in work.groupby(["config_name", "_task", "_model", "_harness"], sort=True):
+        config, task, model, harness = (str(k) for k in group_key)
         valid = rows[np.isfinite(rows["reward"].to_numpy(dtype=float))]
-        sides[str(config)][(task, model, harness)] = _Side(rows=rows, valid=valid)
+        side = "baseline" if config == baseline else "treatment"
+        groups = by_task.setdefault((task, model), {"baseline": {}, "treatment": {}})
+        groups[side][harness] = _Side(rows=rows, valid=valid)
 
     names = {"baseline": baseline, "treatment": treatment}
     key_rows: list[dict[str, object]] = []
@@ -658,31 +660,24 @@ def match_tasks(
             }
         )
 
-    by_task: dict[tuple[str, str], dict[str, dict[str, _Side]]] = {}
-    for (config, task, model, harness), entry in (
-        ((c, *k), e) for c, groups in sides.items() for k, e in groups.items()
-    ):
-        side = "baseline" if config == baseline else "treatment"
-        by_task.setdefault((task, model), {"baseline": {}, "treatment": {}})[side][harness] = entry
-
     n_unverified = 0
     for (task, model), groups in sorted(by_task.items()):
         if not groups["baseline"] or not groups["treatment"]:
-            present = "baseline" if groups["baseline"] else "treatment"
-            other = "treatment" if present == "baseline" else "baseline"
+            ran = "baseline" if groups["baseline"] else "treatment"
+            absent = "treatment" if ran == "baseline" else "baseline"
             other_models = sorted(
-                {k[1] for k in sides[names[other]] if k[0] == task and k[1] != model}
+                m for (t, m), g in by_task.items() if t == task and m != model and g[absent]
             )
             if other_models:
                 reason = (
                     f"model differs: {_display_key(model) or 'none'} here, "
                     f"{', '.join(_display_key(m) or 'none' for m in other_models)} "
-                    f"in {other} config {names[other]}"
+                    f"in {absent} config {names[absent]}"
                 )
             else:
-                reason = f"not run by {other} config {names[other]}"
-            for harness, entry in sorted(groups[present].items()):
-                leave_out(present, (task, model, harness), entry, reason)
+                reason = f"not run by {absent} config {names[absent]}"
+            for harness, entry in sorted(groups[ran].items()):
+                leave_out(ran, (task, model, harness), entry, reason)
             continue
         plan = _plan_versions(groups["baseline"], groups["treatment"], names)
         for side, harness, reason in plan.left_out:
