@@ -455,8 +455,8 @@ def _plan_versions(
     """Pair the harness-version groups of one task and model (both sides have trials).
 
     Known versions pair with the same known version; trials of unknown version join the
-    one version they can belong to, or pair among themselves when neither side knows
-    its version. Two known versions that differ never pair.
+    one version they can belong to (their side knows no other), or pair among themselves
+    when neither side knows its version. Two known versions that differ never pair.
     """
     groups = {"baseline": baseline, "treatment": treatment}
     known = {side: {v for v in g if v != _MISSING_KEY} for side, g in groups.items()}
@@ -488,14 +488,23 @@ def _plan_versions(
     elif len(all_known) == 1 and not (known["baseline"] and known["treatment"]):
         single = next(iter(all_known))  # only one side knows its version, and it is one
     if single is not None:
-        # one known version on the sides that know one: the unknown trials can only be it
-        pairs.append(
-            (
-                single,
-                [v for v in (single, _MISSING_KEY) if v in baseline],
-                [v for v in (single, _MISSING_KEY) if v in treatment],
-            )
-        )
+        # The unknown trials of a side join the pair when that side knows no other
+        # version than the pair's: then they can only be it (or pair as unknown).
+        chosen: dict[str, list[str]] = {}
+        for side in ("baseline", "treatment"):
+            chosen[side] = [single] if single in groups[side] else []
+            if unknown[side] and known[side] <= {single}:
+                chosen[side].append(_MISSING_KEY)
+            elif unknown[side]:
+                left_out.append(
+                    (
+                        side,
+                        _MISSING_KEY,
+                        "harness version unknown here and this config ran several "
+                        f"({_versions_text(known[side])}): cannot tell which it is",
+                    )
+                )
+        pairs.append((single, chosen["baseline"], chosen["treatment"]))
         return _VersionPlan(pairs, left_out)
     for version in sorted(common):
         pairs.append((version, [version], [version]))

@@ -716,3 +716,27 @@ def test_without_a_reason_column_the_note_says_no_version_was_recorded():
     )
     note = match_tasks(df, "baseline", "mcp").keys.loc[0, "harness_version_note"]
     assert note == "baseline version unknown (no version recorded)"
+
+
+def test_unknown_trials_of_a_side_that_ran_several_versions_are_left_out():
+    df = pd.DataFrame(
+        [
+            _trial("baseline", "x", 1.0, "2.1.50", trial="x__1"),
+            _trial("baseline", "x", 0.0, "2.1.62", trial="x__2"),
+            _trial("baseline", "x", 0.0, None, why=NO_TRACE, trial="x__3"),
+            _trial("mcp", "x", 1.0, "2.1.62"),
+        ]
+    )
+    m = match_tasks(df, "baseline", "mcp")
+    # 2.1.62 pairs with itself, verified: the unknown trial may be 2.1.50 or 2.1.62
+    row = m.keys.iloc[0]
+    assert (row["harness_version"], bool(row["harness_version_unverified"])) == ("2.1.62", False)
+    assert int(row["n_trials_baseline"]) == 1
+    reasons = dict(
+        zip(m.unmatched["harness_version"].fillna("?"), m.unmatched["reason"], strict=True)
+    )
+    assert reasons == {
+        "2.1.50": "harness version differs: 2.1.50 here, 2.1.62 in treatment config mcp",
+        "?": "harness version unknown here and this config ran several (2.1.50, 2.1.62): "
+        "cannot tell which it is",
+    }
