@@ -239,12 +239,12 @@ def run_pipeline(
         )
         impact = run_impact([run_dir], **impact_options)
         for result in impact.results.values():
-            for pair in result.pairs.itertuples(index=False):
+            for pair in result.pairs.to_dict("records"):
                 log(
-                    f"matched {run_dir.name}, {pair.baseline} vs {pair.treatment}: "
+                    f"matched {run_dir.name}, {pair['baseline']} vs {pair['treatment']}: "
                     + matched_summary(
-                        int(pair.n_matched),
-                        int(pair.n_harness_unverified),
+                        int(pair["n_matched"]),
+                        int(pair["n_harness_unverified"]),
                         strict=bool(impact_options.get("strict_harness_version", False)),
                     )
                 )
