@@ -440,11 +440,11 @@ def matched_overview(
     rows = []
     for (base, treat), sub in comparisons.groupby(["baseline", "treatment"], sort=True):
         tasks = per_task[(per_task["baseline"] == base) & (per_task["treatment"] == treat)]
-        by_metric = sub.set_index("metric")
+        by_metric: dict[Any, dict[Any, Any]] = {r["metric"]: r for r in sub.to_dict("records")}
         for metric in metrics:
-            if metric not in by_metric.index:
+            if metric not in by_metric:
                 continue
-            row = by_metric.loc[metric]
+            row = by_metric[metric]
             deltas = (
                 _numbers(tasks[f"delta:{metric}"])
                 if f"delta:{metric}" in tasks.columns
@@ -488,7 +488,7 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     """Every trial behind every matched task, one row per trial.
 
     Columns: ``baseline, treatment, task_name, model, harness_version, side, run_id,
-    config_name, trial_id, reward, passed, combined`` (``combined``: the trial had a valid
+    config_name, trial_id, trial_name, reward, passed, combined`` (``combined``: the trial had a valid
     reward, so it entered the task's mean), sorted by pair, task, side, run and trial.
     """
     columns = [
@@ -501,6 +501,7 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
         "run_id",
         "config_name",
         "trial_id",
+        "trial_name",
         "reward",
         "passed",
         "combined",
@@ -510,11 +511,12 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     rows = []
     model = trials["model"].astype(object)
     for task in per_task.itertuples(index=False):
+        task_model: Any = task.model
         for side, family in (("baseline", task.baseline), ("treatment", task.treatment)):
             mask = (
                 (trials["config_family"] == family)
                 & (trials["task_name"] == task.task_name)
-                & ((model == task.model) | (model.isna() & pd.isna(task.model)))
+                & ((model == task_model) | (model.isna() & bool(pd.isna(task_model))))
                 & _version_fits(trials["harness_version"], task.harness_version)
             )
             for trial in trials[mask].itertuples(index=False):
@@ -530,6 +532,7 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
                         "run_id": trial.run_id,
                         "config_name": trial.config_name,
                         "trial_id": trial.trial_id,
+                        "trial_name": trial.trial_name,
                         "reward": reward,
                         "passed": trial.passed,
                         "combined": bool(np.isfinite(reward)),
@@ -619,7 +622,8 @@ def representative_trial(trials: pd.DataFrame) -> str | None:
     """The trial a timeline shows for one side: the latest by start time, then trial id."""
     if trials.empty:
         return None
-    started = pd.to_datetime(trials.get("started_at"), errors="coerce", utc=True)
+    column = trials["started_at"] if "started_at" in trials else pd.Series(None, index=trials.index)
+    started = pd.to_datetime(column, errors="coerce", utc=True)
     order = trials.assign(_started=started).sort_values(
         ["_started", "trial_id"], na_position="first", kind="mergesort"
     )
@@ -647,21 +651,22 @@ def timeline_frame(events: pd.DataFrame, trial_id: str) -> pd.DataFrame:
     sub = events[events["trial_id"] == trial_id].sort_values("step_index", kind="mergesort")
     rows = []
     first_done = False
-    for ev in sub.itertuples(index=False):
-        matched = set(ev.matched_ground_truth_files)
-        first = bool(ev.first_found_ground_truth_files) and not first_done
+    records: list[dict[Any, Any]] = sub.to_dict("records")
+    for ev in records:
+        matched = set(ev["matched_ground_truth_files"])
+        first = bool(ev["first_found_ground_truth_files"]) and not first_done
         if first:
             first_done = True
-        targets = list(ev.target_files) or [None]
+        targets = list(ev["target_files"]) or [None]
         for target in targets:
             rows.append(
                 {
-                    "step_index": int(ev.step_index),
-                    "elapsed_seconds": ev.elapsed_seconds,
-                    "tool": ev.tool,
-                    "tool_category": ev.tool_category,
-                    "is_mcp": bool(ev.is_mcp),
-                    "is_error": bool(ev.is_error),
+                    "step_index": int(ev["step_index"]),
+                    "elapsed_seconds": ev["elapsed_seconds"],
+                    "tool": ev["tool"],
+                    "tool_category": ev["tool_category"],
+                    "is_mcp": bool(ev["is_mcp"]),
+                    "is_error": bool(ev["is_error"]),
                     "file": target,
                     "is_ground_truth": target in matched,
                     "first_hit": first and target in matched,

@@ -320,7 +320,7 @@ def load_evaluated(
     """
     from retrieval_lib.metrics.summary import find_events_roots
 
-    roots = find_events_roots(events_dirs)
+    roots = find_events_roots([Path(p) for p in events_dirs])
     tables = read_evaluated(roots, config_map)
     return Study(
         trials=analysis.with_flags(tables.trials),

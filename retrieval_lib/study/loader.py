@@ -79,6 +79,7 @@ DOCUMENT_COLUMNS: tuple[str, ...] = (
     "ground_truth_source",
     "ground_truth_confidence",
     "n_ground_truth_files",
+    "ground_truth_files",
     "output_tokens_placeholder",
     "harness_version_source",
 )
@@ -264,7 +265,7 @@ def prepare_runs(
     stale: list[tuple[Path, Path, str]] = []
     for run in sorted(raw_runs):
         events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
-        fingerprint = input_fingerprint(run, tasks_root, k)
+        fingerprint = input_fingerprint(run, _path(tasks_root), k)
         if _is_evaluated(events_dir) and _read_fingerprint(events_dir) == fingerprint:
             prepared.reused.append(run.name)
             prepared.events_dirs.append(events_dir)
@@ -276,7 +277,7 @@ def prepare_runs(
         from retrieval_lib.io import atomic_write_json
 
         report = normalize_paths(
-            [run for run, _, _ in stale], tasks_root, out=out_root, workers=workers
+            [run for run, _, _ in stale], _path(tasks_root), out=out_root, workers=workers
         )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
@@ -314,6 +315,10 @@ def prepare_runs(
     if not prepared.events_dirs:
         raise InputError("no evaluated run to study under " + ", ".join(map(str, paths)))
     return prepared
+
+
+def _path(value: str | os.PathLike[str] | None) -> Path | None:
+    return None if value is None else Path(value)
 
 
 def _text(value: Any) -> str | None:
@@ -435,6 +440,7 @@ def _document_values(doc: Mapping[str, Any]) -> dict[str, Any]:
         "ground_truth_source": gt.get("source"),
         "ground_truth_confidence": gt.get("confidence"),
         "n_ground_truth_files": len(gt.get("files") or []),
+        "ground_truth_files": tuple(gt.get("files") or ()),
         "output_tokens_placeholder": bool(outcome.get("output_tokens_placeholder") or False),
         "harness_version_source": prov.get("harness_version_source"),
     }
@@ -512,7 +518,7 @@ def read_evaluated(
         merged = pd.concat([extra, table], axis=1)
         frames.append(merged[merged["_ok"]].drop(columns="_ok"))
         for _, invalid in _invalid_documents(events_dir).iterrows():
-            exclusions.append(invalid.to_dict())
+            exclusions.append({str(k): v for k, v in invalid.items()})
     trials = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
     if trials.empty:
         raise InputError("the study has no readable trial")
