@@ -14,6 +14,7 @@ evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -124,6 +125,18 @@ def _task_stats(tasks_root: Path) -> Iterable[tuple[str, int, int]]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """A hash of the package's own code and schemas: outputs of other code are not reused."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def input_fingerprint(
     run_dir: str | Path, tasks_root: str | Path | None, k: Sequence[int] = DEFAULT_K
 ) -> str:
@@ -132,7 +145,7 @@ def input_fingerprint(
     Every file of the run folder (its own ``retrieval_events/`` left out) by relative
     path, size and modification time; the ground-truth files of the task definitions
     (``task.toml``, ``instruction.md``, ``tests/``, ``solution/`` of each task); the
-    tasks root's path; the library version and the cut-offs ``k``.
+    tasks root's path; the library version, a hash of its code, and the cut-offs ``k``.
 
     Examples
     --------
@@ -145,7 +158,9 @@ def input_fingerprint(
     False
     """
     digest = hashlib.sha256()
-    digest.update(f"retrieval_lib {__version__}; k={list(normalize_k(k))}\n".encode())
+    digest.update(
+        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
+    )
     for rel, size, mtime in _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME):
         digest.update(f"run {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
     if tasks_root is not None:
