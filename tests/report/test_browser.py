@@ -211,7 +211,17 @@ def study_report(tmp_path_factory):
     if not CSB.is_dir():
         pytest.skip("../shared/corpus/csb is not beside this checkout")
     out = tmp_path_factory.mktemp("study-browser")
-    argv = ["study", str(CSB / "runs"), "--tasks-root", str(CSB / "benchmarks"), "--out", str(out)]
+    params = Path(__file__).resolve().parents[2] / "params" / "study.yaml"
+    argv = [
+        "study",
+        str(CSB / "runs"),
+        "--tasks-root",
+        str(CSB / "benchmarks"),
+        "--out",
+        str(out),
+        "-f",
+        str(params),
+    ]
     assert main(argv) == 0
     html = out / "study" / "study.html"
     executed = json.loads(html.with_suffix(".ipynb").read_text(encoding="utf-8"))
@@ -252,7 +262,10 @@ document.getElementById("report").addEventListener("load", function () {{
     match = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.DOTALL)
     assert match, done.stderr[-2000:]
     return json.loads(
-        match.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
+        match.group(1)
+        .replace("&quot;", '"')
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
         .replace("&amp;", "&")
     )
 

@@ -52,8 +52,11 @@ def test_pooling_matches_the_three_tasks_of_both_runs(study):
 
 
 def test_each_run_alone_is_below_the_minimum_and_shows_its_deltas_untested(tmp_path):
-    study = load([CSB / "runs" / "official" / "ccb_design_haiku_20260228_025547"],
-                 tasks_root=CSB / "benchmarks", out=tmp_path)
+    study = load(
+        [CSB / "runs" / "official" / "ccb_design_haiku_20260228_025547"],
+        tasks_root=CSB / "benchmarks",
+        out=tmp_path,
+    )
     reward = study.matched().set_index("metric").loc["reward"]
     assert int(reward["n"]) == 2 and not bool(reward["tested"])
     assert reward["mean_delta"] == pytest.approx((0.0 + (0.67 - 1.0)) / 2, abs=0.01)
@@ -72,11 +75,20 @@ def test_tool_value_counts_the_mcp_keyword_search_of_the_django_trial(study):
 
 def test_the_cli_writes_the_study_report_and_leaves_the_corpus_untouched(tmp_path, capsys):
     before = _tree_digest(CSB)
-    argv = ["study", str(CSB / "runs"), "--tasks-root", str(CSB / "benchmarks"),
-            "--out", str(tmp_path), "--no-report"]
+    argv = [
+        "study",
+        str(CSB / "runs"),
+        "--tasks-root",
+        str(CSB / "benchmarks"),
+        "--out",
+        str(tmp_path),
+        "--no-report",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "study: 6 trials in 2 run(s), 3 matched task(s)" in out
     names = sorted(p.name for p in (tmp_path / "study" / "tables").iterdir())
-    assert names == sorted(f"{n}.parquet" for n in ("events", "metrics", "pairs", "tools", "trials"))
+    assert names == sorted(
+        f"{n}.parquet" for n in ("events", "metrics", "pairs", "tools", "trials")
+    )
     assert _tree_digest(CSB) == before

@@ -202,14 +202,16 @@ def test_a_second_load_reuses_every_run_and_a_changed_run_is_redone(tmp_path):
     study = load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
     assert lines[0] == "up to date, reused: r1_current, r3_model2"
     assert lines[1].startswith("normalized 3 trials in 1 run(s)")
-    assert sorted(study.trials.loc[study.trials["run_id"] == "r2_legacy", "reward"]) == [0.5, 1.0, 1.0]
+    assert sorted(study.trials.loc[study.trials["run_id"] == "r2_legacy", "reward"]) == [
+        0.5,
+        1.0,
+        1.0,
+    ]
 
 
 def test_config_map_extends_the_default_mapping(tmp_path):
     runs, tasks = synthetic.build(tmp_path)
-    study = load(
-        [runs], tasks_root=tasks, out=tmp_path / "out", config_map={"mcp": "mcp-legacy"}
-    )
+    study = load([runs], tasks_root=tasks, out=tmp_path / "out", config_map={"mcp": "mcp-legacy"})
     families = sorted(study.trials["config_family"].unique())
     assert families == ["baseline-local-direct", "mcp-legacy", "mcp-remote-direct"]
     # mcp-legacy is a treatment by name (no delivery mode), so it is compared with the baseline too
