@@ -530,6 +530,8 @@ def read_evaluated(
             )
             event_data.extend(event_rows(doc, trial_id, family))
         extra = pd.DataFrame(details, index=table.index)
+        # a column the metrics table already carries is taken from the table
+        extra = extra.drop(columns=[c for c in extra.columns if c in table.columns])
         merged = pd.concat([extra, table], axis=1)
         frames.append(merged[merged["_ok"]].drop(columns="_ok"))
         for _, invalid in _invalid_documents(events_dir).iterrows():
