@@ -226,9 +226,7 @@ def run_pipeline(
     prepared = prepare_runs(list(paths), tasks_root, out=out_root, workers=workers, log=log)
     for name, reason in prepared.evaluate_failures:
         log(f"evaluate {name} failed: {reason}")
-    run_dirs = sorted(
-        d.parent if d.name == EVENTS_DIRNAME else d for d in prepared.events_dirs
-    )
+    run_dirs = sorted(d.parent if d.name == EVENTS_DIRNAME else d for d in prepared.events_dirs)
     if not run_dirs:
         raise InputError("no runs were normalised")
     if report and len(run_dirs) > 1:

@@ -148,32 +148,24 @@ def flag_table(trials: pd.DataFrame) -> pd.DataFrame:
     >>> flag_table(t)["flag"].tolist()
     ['no_trace', 'no_ground_truth']
     """
+    has_gt = trials["has_ground_truth"].fillna(False).astype(bool)
     tests = {
         "no_trace": trials["trace_source"].isna(),
         "truncated_trace": trials["transcript_truncated"].fillna(False).astype(bool),
-        "no_ground_truth": ~trials["has_ground_truth"].fillna(False).astype(bool),
+        "no_ground_truth": ~has_gt,
         "low_confidence_ground_truth": trials["ground_truth_confidence"].astype(object).eq("low")
-        & trials["has_ground_truth"].fillna(False).astype(bool),
+        & has_gt,
         "placeholder_tokens": trials["output_tokens_placeholder"].fillna(False).astype(bool),
     }
-    rows = []
-    for i in range(len(trials)):
-        row = trials.iloc[i]
-        for flag, mask in tests.items():
-            if bool(mask.iloc[i]):
-                rows.append(
-                    {
-                        "trial_id": row["trial_id"],
-                        "run_id": row["run_id"],
-                        "config_family": row["config_family"],
-                        "task_name": row["task_name"],
-                        "flag": flag,
-                        "rule": FLAG_RULES[flag],
-                    }
-                )
-    return pd.DataFrame(
-        rows, columns=["trial_id", "run_id", "config_family", "task_name", "flag", "rule"]
-    )
+    identity = ["trial_id", "run_id", "config_family", "task_name"]
+    parts = [
+        trials.loc[mask.to_numpy(), identity].assign(
+            flag=flag, rule=FLAG_RULES[flag], _row=np.flatnonzero(mask.to_numpy()), _order=i
+        )
+        for i, (flag, mask) in enumerate(tests.items())
+    ]
+    table = pd.concat(parts, ignore_index=True).sort_values(["_row", "_order"], kind="mergesort")
+    return table.drop(columns=["_row", "_order"]).reset_index(drop=True)
 
 
 def with_flags(trials: pd.DataFrame) -> pd.DataFrame:
@@ -477,13 +469,6 @@ def matched_overview(
     return pd.DataFrame(rows, columns=columns)
 
 
-def _version_fits(values: pd.Series, version: Any) -> pd.Series:
-    """Trials whose harness version is ``version``, or unknown on either side."""
-    if version is None or (isinstance(version, float) and math.isnan(version)):
-        return pd.Series(True, index=values.index)
-    return values.isna() | (values.astype(object) == version)
-
-
 def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame:
     """Every trial behind every matched task, one row per trial.
 
@@ -508,43 +493,44 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     ]
     if per_task.empty:
         return pd.DataFrame(columns=columns)
-    rows = []
-    model = trials["model"].astype(object)
-    for task in per_task.itertuples(index=False):
-        task_model: Any = task.model
-        for side, family in (("baseline", task.baseline), ("treatment", task.treatment)):
-            mask = (
-                (trials["config_family"] == family)
-                & (trials["task_name"] == task.task_name)
-                & ((model == task_model) | (model.isna() & bool(pd.isna(task_model))))
-                & _version_fits(trials["harness_version"], task.harness_version)
-            )
-            for trial in trials[mask].itertuples(index=False):
-                reward = pd.to_numeric(pd.Series([trial.reward]), errors="coerce").iloc[0]
-                rows.append(
-                    {
-                        "baseline": task.baseline,
-                        "treatment": task.treatment,
-                        "task_name": task.task_name,
-                        "model": task.model,
-                        "harness_version": task.harness_version,
-                        "side": side,
-                        "run_id": trial.run_id,
-                        "config_name": trial.config_name,
-                        "trial_id": trial.trial_id,
-                        "trial_name": trial.trial_name,
-                        "reward": reward,
-                        "passed": trial.passed,
-                        "combined": bool(np.isfinite(reward)),
-                    }
-                )
-    out = pd.DataFrame(rows, columns=columns)
+    keys = per_task[["baseline", "treatment", "task_name", "model", "harness_version"]]
+    sides = pd.concat(
+        [keys.assign(side=side, config_family=keys[side]) for side in ("baseline", "treatment")],
+        ignore_index=True,
+    )
+    candidates = trials[
+        [
+            "config_family",
+            "task_name",
+            "model",
+            "harness_version",
+            "run_id",
+            "config_name",
+            "trial_id",
+            "trial_name",
+            "reward",
+            "passed",
+        ]
+    ]
+    merged = sides.merge(
+        candidates, on=["config_family", "task_name"], how="inner", suffixes=("", "_trial")
+    )
+    model, trial_model = merged["model"].astype(object), merged["model_trial"].astype(object)
+    version = merged["harness_version"].astype(object)
+    trial_version = merged["harness_version_trial"].astype(object)
+    same_model = (model == trial_model) | (model.isna() & trial_model.isna())
+    # unknown versions never count as a difference (see stats.paired.match_tasks)
+    fits = version.isna() | trial_version.isna() | (version == trial_version)
+    out = merged[same_model & fits].copy()
+    out["reward"] = pd.to_numeric(out["reward"], errors="coerce").astype(float)
+    out["combined"] = np.isfinite(out["reward"].to_numpy())
     order = {"baseline": 0, "treatment": 1}
-    return out.sort_values(
-        ["baseline", "treatment", "task_name", "side", "run_id", "trial_id"],
+    out = out.sort_values(
+        ["baseline", "treatment", "task_name", "model", "side", "run_id", "trial_id"],
         key=lambda s: s.map(order) if s.name == "side" else s,
         kind="mergesort",
-    ).reset_index(drop=True)
+    )
+    return out[columns].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- correlations

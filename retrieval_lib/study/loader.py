@@ -248,7 +248,7 @@ def prepare_runs(
     InputError
         A path does not exist, or holds neither runs nor evaluated outputs.
     """
-    from retrieval_lib.metrics.summary import evaluate_run, find_events_roots
+    from retrieval_lib.metrics.summary import find_events_roots
     from retrieval_lib.normalize import normalize_paths
     from retrieval_lib.runs import discover_runs
 
@@ -296,20 +296,13 @@ def prepare_runs(
         )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
-        for run, events_dir, fingerprint in stale:
-            if not events_dir.is_dir():
-                prepared.evaluate_failures.append((run.name, "no document was written"))
+        outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers)
+        for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
+            if isinstance(outcome, str):
+                prepared.evaluate_failures.append((run.name, outcome))
+                say(f"evaluate {run.name} failed: {outcome}")
                 continue
-            try:
-                evaluated = evaluate_run(events_dir, k=k)
-            except RetrievalLibError as exc:
-                prepared.evaluate_failures.append((run.name, str(exc)))
-                say(f"evaluate {run.name} failed: {exc}")
-                continue
-            say(
-                f"evaluated {run.name}: {evaluated.documents} documents, "
-                f"{evaluated.computable} computable"
-            )
+            say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
             failed = [
                 {"trial": os.path.relpath(o.trial_dir, run), "error": o.error}
                 for o in report.outputs
@@ -330,6 +323,31 @@ def prepare_runs(
     if not prepared.events_dirs:
         raise InputError("no evaluated run to study under " + ", ".join(map(str, paths)))
     return prepared
+
+
+def _evaluate_one(events_dir: Path, k: Sequence[int]) -> tuple[int, int] | str:
+    """Evaluate one run; ``(documents, computable)`` or the reason it failed (picklable)."""
+    from retrieval_lib.metrics.summary import evaluate_run
+
+    if not events_dir.is_dir():
+        return "no document was written"
+    try:
+        result = evaluate_run(events_dir, k=k)
+    except RetrievalLibError as exc:
+        return str(exc)
+    return result.documents, result.computable
+
+
+def _evaluate_all(
+    events_dirs: Sequence[Path], k: Sequence[int], workers: int
+) -> list[tuple[int, int] | str]:
+    """Evaluate runs, one per worker process when there are several of each."""
+    if workers > 1 and len(events_dirs) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(events_dirs))) as pool:
+            return list(pool.map(_evaluate_one, events_dirs, [tuple(k)] * len(events_dirs)))
+    return [_evaluate_one(d, k) for d in events_dirs]
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
