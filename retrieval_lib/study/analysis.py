@@ -46,6 +46,7 @@ __all__ = [
     "TIERS",
     "fit_lines",
     "flag_table",
+    "largest_deltas",
     "leaderboard",
     "matched_overview",
     "pairing_trials",
@@ -602,6 +603,26 @@ def timeline_tasks(
         ["_abs", "task_name"], ascending=[False, True], kind="mergesort"
     )
     return ranked.head(top).drop(columns="_abs").reset_index(drop=True)
+
+
+def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
+    """The ``top`` rows of a per-task delta table with the largest absolute ``delta``
+    (ties: task name), in their original order; missing deltas come last.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"task_name": list("abcd"), "delta": [0.1, -0.9, None, 0.5]})
+    >>> largest_deltas(d, top=2)["task_name"].tolist()
+    ['b', 'd']
+    """
+    if len(deltas) <= top:
+        return deltas
+    size = pd.to_numeric(deltas["delta"], errors="coerce").abs().fillna(-1.0)
+    ranked = deltas.assign(_size=size).sort_values(
+        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
+    )
+    keep = ranked.head(top).index
+    return deltas.loc[deltas.index.isin(keep)]
 
 
 def representative_trial(trials: pd.DataFrame) -> str | None:
