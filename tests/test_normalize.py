@@ -303,3 +303,54 @@ def test_an_unexpected_error_in_one_trial_is_recorded_and_the_run_goes_on(tmp_pa
     failed = next(o for o in report.outputs if o.error)
     assert failed.task_name == "bad" and failed.error == "RuntimeError: boom"
     assert [p.name for p in find_documents([tmp_path / "out"])] == ["ok.retrieval_events.json"]
+
+
+# The corpus (MANIFEST.tsv): 3 tasks x 2 configs = 6 trials, each with a trace (django and
+# envoy baseline: claude-code.txt, their MCP twins: trajectory.json; llamacpp baseline:
+# claude-code.txt, MCP: trajectory.json). File-level ground truth: only django
+# (tests/ground_truth.json); envoy has only ground_truth_meta.json (no files) and llamacpp
+# only task.toml/test.sh, so 2 x 2 = 4 trials have none.
+@needs_corpus
+def test_summary_counts_trials_without_ground_truth_apart_from_degraded(corpus_out):
+    _, report = corpus_out
+    assert report.counts_line() == (
+        "6 trials: 6 documents (0 degraded: no trace; 4 without ground truth), 0 failed"
+    )
+    assert report.summary_line().startswith(
+        "normalized 2 run(s), 6 trials: 6 documents (0 degraded: no trace; "
+        "4 without ground truth), 0 failed; "
+    )
+
+
+@needs_corpus
+def test_cli_summary_line_with_one_trace_removed(tmp_path):
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(CORPUS / "runs", runs)
+    trial = next(runs.rglob("django-modeladmin-impact-001__8pRTT8b"))
+    (trial / "agent" / "claude-code.txt").unlink()  # the django baseline loses its only trace
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retrieval_lib",
+            "normalize",
+            str(runs),
+            "--tasks-root",
+            str(CORPUS / "benchmarks"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("normalized"))
+    # django baseline: degraded (no trace) but it has ground truth; the 4 envoy/llamacpp
+    # trials still lack ground truth: the two counts stay apart.
+    assert line.startswith(
+        "normalized 2 run(s), 6 trials: 6 documents (1 degraded: no trace; "
+        "4 without ground truth), 0 failed; "
+    )
