@@ -242,6 +242,8 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": totals.cache_creation_tokens,
             "total_tokens": totals.total_tokens,
             "tokens_source": totals.source,
+            "output_tokens_placeholder": totals.output_tokens_placeholder,
+            "output_tokens_note": totals.output_tokens_note,
         }
     elif result.n_input_tokens is not None or result.n_output_tokens is not None:
         # result.json's n_input_tokens already includes the cached tokens (n_cache_tokens).
@@ -253,6 +255,13 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": None,
             "total_tokens": total,
             "tokens_source": "result.json.agent_result",
+            # Harbor fills these from the trace's own per-step sums, which can be stream
+            # placeholders; without a usable trace there is nothing to check them against.
+            "output_tokens_placeholder": None,
+            "output_tokens_note": None
+            if result.n_output_tokens is None
+            else "from result.json without a usable trace: whether the count is a stream "
+            "placeholder cannot be checked",
         }
     else:
         tokens = {
@@ -262,6 +271,8 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": None,
             "total_tokens": None,
             "tokens_source": None,
+            "output_tokens_placeholder": None,
+            "output_tokens_note": None,
         }
     if totals is not None and totals.cost_usd is not None:
         cost, cost_source = totals.cost_usd, totals.source

@@ -354,3 +354,37 @@ def test_cli_summary_line_with_one_trace_removed(tmp_path):
         "normalized 2 run(s), 6 trials: 6 documents (1 degraded: no trace; "
         "4 without ground truth), 0 failed; "
     )
+
+
+@needs_corpus
+def test_placeholder_output_tokens_are_flagged_in_outcome_and_metrics_table(corpus_out):
+    from retrieval_lib.metrics.stages import evaluate_documents
+    from retrieval_lib.metrics.summary import metrics_table
+
+    out, _ = corpus_out
+    llamacpp = "llamacpp-context-window-search-001"
+    doc = _doc(out, "ccb_test_haiku_022326", "mcp-remote-direct", llamacpp)
+    outcome = doc["outcome"]
+    # 3 API messages with completion [4,4,4,4], [2,2,2,2], [1,1]: 7 distinct, 26 per step
+    # (result.json n_output_tokens 26): both are sums of stream placeholders.
+    assert outcome["output_tokens"] == 7
+    assert outcome["tokens_source"] == "trajectory.steps(deduplicated)"
+    assert outcome["output_tokens_placeholder"] is True
+    assert "says 26" in outcome["output_tokens_note"]
+    # the baseline twin's transcript has modelUsage (outputTokens 5069): not a placeholder
+    baseline = _doc(out, "ccb_test_haiku_022326", "baseline-local-direct", llamacpp)["outcome"]
+    assert (baseline["output_tokens"], baseline["output_tokens_placeholder"]) == (5069, False)
+
+    docs = [load_document(p) for p in find_documents([out])]
+    table = metrics_table(evaluate_documents(docs))
+    flags = {
+        (row.config_name, row.task_name): row.output_tokens_placeholder
+        for row in table.itertuples()
+    }
+    assert str(table["output_tokens_placeholder"].dtype) == "boolean"
+    # only the llamacpp MCP trial (old trajectory) is flagged among the 6
+    assert flags == {
+        (config, task): (config, task) == ("mcp-remote-direct", llamacpp)
+        for config in ("baseline-local-direct", "mcp-remote-direct")
+        for task in ("django-modeladmin-impact-001", "envoy-routeconfig-dep-chain-001", llamacpp)
+    }
