@@ -16,6 +16,13 @@ Arguments (``target_sources`` ``"argument"``):
 * read-only Bash commands (:mod:`retrieval_lib.traces.shell`): the files of ``cat``,
   ``sed -n``, ``head`` ..., and the file operands of ``grep``/``find``/``ls``.
 
+Files a Bash command writes through the shell (``echo x > f``, ``tee``, ``cp``/``mv``
+destinations, ``touch``, ``cat > f <<EOF``; see
+:class:`~retrieval_lib.traces.shell.ShellCommand`) go to the event's ``created_files``,
+never to its targets, and only when the call did not fail. A result line naming a file the
+same command created is dropped from the targets. The event keeps the category of its
+read-only command, or ``other``.
+
 Results (``"result"``), never from an error result:
 
 * ``Grep``: the structured result's ``filenames`` when present, else the text:
@@ -54,7 +61,7 @@ import orjson
 
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path, split_key
 from retrieval_lib.traces.model import ParsedTrace, ToolCall
-from retrieval_lib.traces.shell import ShellRead, looks_like_file, parse_shell_command
+from retrieval_lib.traces.shell import ShellRead, analyze_shell_command, looks_like_file
 from retrieval_lib.traces.tools import TOOL_CATEGORIES, classify_tool
 
 if TYPE_CHECKING:
@@ -588,6 +595,7 @@ def _event(
     category: str = info.category
     targets = _Targets(paths)
     symbols: list[str] = []
+    created: list[str] = []
     if not isinstance(call.arguments, dict):
         call = replace(call, arguments={})  # a malformed trace entry: no arguments to use
     args = call.arguments
@@ -610,10 +618,18 @@ def _event(
         targets.add(args.get("file_path") or args.get("notebook_path"), "argument")
     elif info.base_name == "Bash":
         command = args.get("command")
-        reads = parse_shell_command(command) if isinstance(command, str) else []
-        if reads:
-            category = reads[0].category
-            symbols = _bash_targets(call, reads, targets)
+        if isinstance(command, str):
+            shell = analyze_shell_command(command)
+            if shell.reads:
+                category = shell.reads[0].category
+                symbols = _bash_targets(call, shell.reads, targets)
+            if shell.created and call.is_error is not True:  # a failed call created nothing
+                created = _created_keys(shell.created, paths)
+                for key in created:
+                    # the command made it: an output line naming it is not a retrieval
+                    if targets.files.get(key) == "result":
+                        del targets.files[key]
+                        targets.ranges.pop(key, None)
 
     target_files = list(targets.files)
     matched = [t for t in target_files if t in gt_set]
@@ -645,7 +661,18 @@ def _event(
         "is_error": call.is_error,
         "elapsed_seconds": elapsed,
         "cumulative_tokens": call.cumulative_tokens,
+        "created_files": created,
     }
+
+
+def _created_keys(raw_paths: list[str], paths: _TrialPaths) -> list[str]:
+    """Keys of the files a shell command created; paths outside the repository drop out."""
+    keys: dict[str, None] = {}
+    for raw in raw_paths:
+        key = paths.key(raw)
+        if key is not None:
+            keys.setdefault(key, None)
+    return list(keys)
 
 
 def summarize_events(events: list[dict[str, Any]], ground_truth_files: Sequence[str]) -> dict:

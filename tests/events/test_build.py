@@ -591,6 +591,7 @@ def test_event_field_set_matches_the_contract() -> None:
         "is_error",
         "elapsed_seconds",
         "cumulative_tokens",
+        "created_files",  # 1.2
     }
 
 
