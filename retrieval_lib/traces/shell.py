@@ -17,8 +17,13 @@ Rules, chosen to never invent a path:
   ``/dev/null``) writes, so it is not a read. Writers (``sed -i``, ``tee``, ``rm``,
   ``python``, ``find -delete`` ...) are never reads.
 * Operands with globs, ``~``, ``$`` or command substitution are not paths we can know.
-* A here-document, an unbalanced quote or any other input the tokenizer cannot follow
-  yields ``[]``; the function never raises.
+* A here-document's body is text, not commands: it is skipped up to its delimiter line.
+* An unbalanced quote or any other input the tokenizer cannot follow yields ``[]``; the
+  function never raises.
+
+:func:`analyze_shell_command` also lists the files the command line creates through the
+shell (redirections, ``tee``, ``cp``/``mv`` destinations, ``touch``, here-documents; see
+:class:`ShellCommand`), and drops reads of files an earlier command of the line created.
 
 The tokenizer is our own (a few dozen lines) rather than :mod:`shlex`: shlex returns a
 quoted ``';'`` and the operator ``;`` as the same token, which would split
@@ -877,7 +882,9 @@ _READER_WORD_RE: Final = re.compile(
 
 # Stages after a path-listing command that keep its lines intact.
 _LINE_FILTERS: Final = frozenset({"head", "tail", "sort", "uniq", "grep", "egrep", "fgrep", "cat"})
-_NO_OUTPUT: Final = frozenset({"cd", "pushd", "popd", "export", "set", "true", "unset", "source"})
+_NO_OUTPUT: Final = frozenset(
+    {"cd", "pushd", "popd", "export", "set", "true", "unset", "source", "touch", "mkdir"}
+)
 
 
 #: Command substitutions nested deeper than this are not looked into.
@@ -991,7 +998,8 @@ def _copy_targets(program: str, words: list[str], quoted: list[bool], cwd: _Cwd)
         short_with_arg="tS",
         long_with_arg=frozenset({"--target-directory", "--suffix"}),
     )
-    target_dir = (options.get("-t") or options.get("--target-directory") or [None])[-1]
+    target_dirs = options.get("-t") or options.get("--target-directory") or []
+    target_dir = target_dirs[-1] if target_dirs else None
     recursive = program == "cp" and any(
         flag in options for flag in ("-r", "-R", "-a", "--recursive", "--archive")
     )
@@ -1193,8 +1201,8 @@ def _parse_outer(command: str, *, writes: bool) -> ShellCommand:
                 )
             else:
                 reads.append(read)
-        if produced:
-            output_pipelines += 1
+        if produced and not stages[-1].writes_file:
+            output_pipelines += 1  # a pipeline redirected into a file prints nothing
     return ShellCommand(
         _with_output_format(reads, output_pipelines, last_output_read, last_output_ok), created
     )
