@@ -639,8 +639,8 @@ class _TrajectoryParser:
                 if isinstance(final_metrics, dict)
                 else None
             )
-            distinct.output_tokens_placeholder, distinct.output_tokens_note = (
-                _placeholder_verdict(message_shape or [], completion, stated, naive[1])
+            distinct.output_tokens_placeholder, distinct.output_tokens_note = _placeholder_verdict(
+                message_shape or [], completion, stated, naive[1]
             )
         if not isinstance(final_metrics, dict):
             if distinct is not None:
@@ -694,7 +694,11 @@ def _placeholder_verdict(
     only_placeholder = sum(1 for steps, varied, _ in message_shape if steps > 1 and not varied)
     stated_text = ""
     if stated is not None and stated != completion:
-        kind = " (the per-step sum, which counts a message once per step)" if stated == per_step else ""
+        kind = (
+            " (the per-step sum, which counts a message once per step)"
+            if stated == per_step
+            else ""
+        )
         stated_text = f"; final_metrics.total_completion_tokens says {stated}{kind}"
     if only_placeholder and not final:
         return True, (

@@ -564,9 +564,7 @@ def _attach_cumulative_tokens(
         )
 
 
-def _flag_output_placeholders(
-    totals: SessionTotals, message_usage: list[list[int] | None]
-) -> None:
+def _flag_output_placeholders(totals: SessionTotals, message_usage: list[list[int] | None]) -> None:
     """Set ``output_tokens_placeholder`` and its note on the chosen totals.
 
     The ``usage.output_tokens`` of assistant lines are stream placeholders (a few tokens
