@@ -152,6 +152,10 @@ class _Targets:
         self.files: dict[str, str] = {}
         self.ranges: dict[str, list[tuple[int, int]]] = {}
 
+    def key(self, raw: str) -> str | None:
+        """The key of a raw path, without adding it."""
+        return self._paths.key(raw)
+
     def add(self, raw: Any, source: str, repo: Any = None) -> str | None:
         if not isinstance(raw, str) or not raw:
             return None
@@ -500,11 +504,20 @@ def _is_under(path: str, start: str) -> bool:
     return path == start or path.startswith(start + "/")
 
 
-def _bash_targets(call: ToolCall, reads: list[ShellRead], targets: _Targets) -> list[str]:
+def _bash_targets(
+    call: ToolCall,
+    reads: list[ShellRead],
+    targets: _Targets,
+    skip: Sequence[Collection[str]] = (),
+) -> list[str]:
+    """Targets and symbols of a Bash call's reads; ``skip[i]``: keys read ``i`` must drop."""
     symbols: list[str] = []
-    for read in reads:
+    for index, read in enumerate(reads):
+        dropped = skip[index] if index < len(skip) else ()
         for raw in read.paths:
             if read.category == "file_read" or looks_like_file(raw):
+                if dropped and targets.key(raw) in dropped:
+                    continue
                 key = targets.add(raw, "argument")
                 if read.line_range is not None:
                     targets.add_range(key, *read.line_range)
@@ -620,11 +633,21 @@ def _event(
         command = args.get("command")
         if isinstance(command, str):
             shell = analyze_shell_command(command)
+            made = (
+                [paths.key(raw) for raw in shell.created]
+                if shell.created and call.is_error is not True  # a failed call created nothing
+                else []
+            )
             if shell.reads:
                 category = shell.reads[0].category
-                symbols = _bash_targets(call, shell.reads, targets)
-            if shell.created and call.is_error is not True:  # a failed call created nothing
-                created = _created_keys(shell.created, paths)
+                # a file the line created before a read is not read from the repository
+                # (the parser compares spellings; this compares keys: /workspace/n.md = n.md)
+                skip = [
+                    {k for k in made[:before] if k is not None} for before in shell.created_before
+                ]
+                symbols = _bash_targets(call, shell.reads, targets, skip)
+            if made:
+                created = list(dict.fromkeys(k for k in made if k is not None))
                 for key in created:
                     # the command made it: an output line naming it is not a retrieval
                     if targets.files.get(key) == "result":
@@ -663,16 +686,6 @@ def _event(
         "cumulative_tokens": call.cumulative_tokens,
         "created_files": created,
     }
-
-
-def _created_keys(raw_paths: list[str], paths: _TrialPaths) -> list[str]:
-    """Keys of the files a shell command created; paths outside the repository drop out."""
-    keys: dict[str, None] = {}
-    for raw in raw_paths:
-        key = paths.key(raw)
-        if key is not None:
-            keys.setdefault(key, None)
-    return list(keys)
 
 
 def summarize_events(events: list[dict[str, Any]], ground_truth_files: Sequence[str]) -> dict:

@@ -941,7 +941,7 @@ class ShellCommand:
     ----------
     reads
         The read-only commands, as :func:`parse_shell_command` returns them (minus reads
-        of files created earlier in the same line).
+        of files created earlier in the same line, as spelt there).
     created
         Paths (resolved against the ``cd`` directory, normalised, command order, no
         duplicates) of the files the line writes through the shell: output redirections
@@ -959,6 +959,9 @@ class ShellCommand:
 
     reads: list[ShellRead]
     created: list[str]
+    #: For each read, how many entries of ``created`` the line had made before it ran
+    #: (so a caller that normalises paths differently can still drop reads of them).
+    created_before: list[int] = field(default_factory=list)
 
 
 #: A command line that may write a file: a creating program or an output redirection
@@ -1091,7 +1094,7 @@ def analyze_shell_command(command: str) -> ShellCommand:
     return _parse_command(command, 0, writes=True)
 
 
-_EMPTY: Final = ShellCommand([], [])
+_EMPTY: Final = ShellCommand([], [], [])
 
 
 def _parse_command(command: str, depth: int, *, writes: bool) -> ShellCommand:
@@ -1118,7 +1121,8 @@ def _parse_command(command: str, depth: int, *, writes: bool) -> ShellCommand:
     outer = _parse_outer(command, writes=writes)
     if not inner:
         return outer
-    return ShellCommand(inner + outer.reads, outer.created)
+    # a substitution runs before its command's redirections
+    return ShellCommand(inner + outer.reads, outer.created, [0] * len(inner) + outer.created_before)
 
 
 def _parse_outer(command: str, *, writes: bool) -> ShellCommand:
@@ -1131,6 +1135,7 @@ def _parse_outer(command: str, *, writes: bool) -> ShellCommand:
     reads: list[ShellRead] = []
     created: list[str] = []
     created_set: set[str] = set()
+    created_before: list[int] = []
     output_pipelines = 0
     last_output_read: ShellRead | None = None
     last_output_ok = False
@@ -1189,6 +1194,7 @@ def _parse_outer(command: str, *, writes: bool) -> ShellCommand:
                         if piped is not None:
                             read = replace(read, line_range=piped)
                 reads.append(read)
+                created_before.append(len(created))
                 last_output_read = read
                 last_output_ok = (
                     all(
@@ -1201,10 +1207,13 @@ def _parse_outer(command: str, *, writes: bool) -> ShellCommand:
                 )
             else:
                 reads.append(read)
+                created_before.append(len(created))
         if produced and not stages[-1].writes_file:
             output_pipelines += 1  # a pipeline redirected into a file prints nothing
     return ShellCommand(
-        _with_output_format(reads, output_pipelines, last_output_read, last_output_ok), created
+        _with_output_format(reads, output_pipelines, last_output_read, last_output_ok),
+        created,
+        created_before,
     )
 
 

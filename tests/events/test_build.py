@@ -900,3 +900,19 @@ def test_listed_output_naming_a_file_the_command_created_is_not_a_target() -> No
     assert event["created_files"] == ["new.py"]
     # find's output still names old.py; new.py is the command's own file
     assert event["target_files"] == ["old.py"]
+
+
+def test_a_read_of_a_file_created_earlier_in_the_line_under_another_spelling() -> None:
+    # /workspace/n.md and n.md are one key: the cat reads the command's own file
+    call = ToolCall("b", "Bash", {"command": "echo x > /workspace/n.md && cat n.md a.py"})
+    event = single(call)
+    assert event["created_files"] == ["n.md"]
+    assert event["target_files"] == ["a.py"]
+    # read first, then overwritten under another spelling: the read stays
+    call = ToolCall("b", "Bash", {"command": "cat n.md; echo x > /workspace/n.md"})
+    event = single(call)
+    assert (event["target_files"], event["created_files"]) == (["n.md"], ["n.md"])
+    # a failed call created nothing, so its read is kept
+    call = ToolCall("b", "Bash", {"command": "echo x > /workspace/n.md; cat n.md"}, is_error=True)
+    event = single(call)
+    assert (event["target_files"], event["created_files"]) == (["n.md"], [])

@@ -420,3 +420,13 @@ def test_a_pipeline_written_into_a_file_prints_nothing() -> None:
     assert one("touch f.md && find src").output_format == "paths"
     # two printing pipelines: no output format (unchanged)
     assert one("echo hi; find src").output_format is None
+
+
+def test_created_before_counts_the_creations_preceding_each_read() -> None:
+    result = analyze_shell_command("cat a.py; echo x > b.md; cat c.py; touch d.md e.md; cat f.py")
+    assert [r.paths for r in result.reads] == [["a.py"], ["c.py"], ["f.py"]]
+    assert result.created == ["b.md", "d.md", "e.md"]
+    assert result.created_before == [0, 1, 3]
+    # a substitution's read runs before the redirection of its command
+    result = analyze_shell_command("echo $(cat a.py) > b.md")
+    assert (result.created, result.created_before) == (["b.md"], [0])
