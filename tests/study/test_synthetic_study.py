@@ -189,7 +189,7 @@ def test_a_second_load_reuses_every_run_and_a_changed_run_is_redone(tmp_path):
     runs, tasks = synthetic.build(tmp_path)
     lines: list[str] = []
     load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
-    assert lines[0].startswith("normalized 11 trials in 3 run(s)")
+    assert lines[0].startswith("normalized 3 run(s), 11 trials: 11 documents")
     lines.clear()
     load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
     assert lines == ["up to date, reused: r1_current, r2_legacy, r3_model2"]
@@ -201,7 +201,7 @@ def test_a_second_load_reuses_every_run_and_a_changed_run_is_redone(tmp_path):
     lines.clear()
     study = load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
     assert lines[0] == "up to date, reused: r1_current, r3_model2"
-    assert lines[1].startswith("normalized 3 trials in 1 run(s)")
+    assert lines[1].startswith("normalized 1 run(s), 3 trials: 3 documents")
     assert sorted(study.trials.loc[study.trials["run_id"] == "r2_legacy", "reward"]) == [
         0.5,
         1.0,
