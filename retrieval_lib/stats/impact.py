@@ -224,6 +224,7 @@ def analyze_impact(
     metrics: str | Sequence[str] = "key",
     exclude_flagged: bool = False,
     strict_harness_version: bool = False,
+    correlate: bool = True,
 ) -> ImpactResult:
     """Correlate metrics with outcomes and compare paired configs on matched tasks.
 
@@ -255,6 +256,9 @@ def analyze_impact(
         Match only tasks whose harness versions are known and equal on both sides
         (default: an unknown version is no difference; such pairs are kept and flagged
         ``harness_version_unverified`` in ``per_task``).
+    correlate : bool
+        Compute the correlations (``False``: an empty ``correlations`` table, for callers
+        that correlate a wider table themselves, such as a study).
 
     Returns
     -------
@@ -281,7 +285,11 @@ def analyze_impact(
     metric_list = resolve_metrics(df, metrics)
     outcome_list = [c for c in OUTCOME_COLUMNS if c in df.columns]
     pairs = pair_configs(df["config_name"].dropna().astype(str), baseline, treatment)
-    correlations = correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+    correlations = (
+        correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+        if correlate
+        else pd.DataFrame(columns=analyze_impact_columns()["correlations"])
+    )
 
     pair_rows, comparisons, mcnemars, per_tasks, unmatched = [], [], [], [], []
     for b_name, t_name in pairs:
