@@ -42,10 +42,13 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from retrieval_lib.runs import lies_outside
 
 __all__ = [
     "RESULT_JSON_SOURCE",
@@ -67,7 +70,8 @@ TASK_METRICS_FILE = "task_metrics.json"
 #: Keys of ``task_metrics.json`` that may hold the version, in order (dotted = nested).
 _TASK_METRICS_KEYS = ("harness_version", "agent_version", "agent_info.version")
 _UNKNOWN_WORDS = frozenset({"unknown", "none", "null", "n/a", "na"})
-_MAX_JSON_BYTES = 64 * 1024 * 1024  # a trajectory larger than this is not re-read raw
+_AGENT_BLOCK_RE = re.compile(r'"agent"\s*:\s*(?=\{)')
+_AGENT_BLOCK_WINDOW = 65536  # the agent block sits at the top of trajectory.json
 
 TraceState = Literal["usable", "unusable", "absent"]
 
@@ -126,28 +130,39 @@ def _nested(data: Any, dotted: str) -> Any:
     return data
 
 
-def trajectory_agent_version(path: Path) -> str | None:
-    """``agent.version`` of a trajectory file read as plain JSON, or None.
+def trajectory_agent_version(path: Path, within: Path | None = None) -> str | None:
+    """``agent.version`` of a trajectory file's agent block, decoded on its own, or None.
 
-    Used when the trajectory as a whole is unusable: the agent block may still be
-    readable. A file that is not JSON (e.g. cut off) gives None.
+    Used when the trajectory as a whole is unusable: the agent block at the top of the
+    file may still be readable even when the steps are broken or the file was cut off
+    (an agent killed mid-run leaves exactly that). Only the first 64 KiB are read. A file
+    that symlinks out of ``within`` (the trial folder) is not read.
     """
     try:
-        if path.stat().st_size > _MAX_JSON_BYTES:
+        if within is not None and lies_outside(path, within):
             return None
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        with path.open("rb") as handle:
+            head = handle.read(_AGENT_BLOCK_WINDOW).decode("utf-8-sig", errors="replace")
+    except (OSError, ValueError, RuntimeError):
         return None
-    return known_version(_nested(data, "agent.version"))
+    steps = head.find('"steps"')
+    found = _AGENT_BLOCK_RE.search(head, 0, steps if steps >= 0 else len(head))
+    if found is None:
+        return None
+    try:
+        block, _ = json.JSONDecoder().raw_decode(head, found.end())
+    except (ValueError, RecursionError):
+        return None
+    return known_version(_nested(block, "version"))
 
 
 def _task_metrics_version(trial_dir: Path) -> tuple[str, str] | None:
     path = trial_dir / TASK_METRICS_FILE
-    if not path.is_file():
+    if not path.is_file() or lies_outside(path, trial_dir):
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     for key in _TASK_METRICS_KEYS:
         version = known_version(_nested(data, key))

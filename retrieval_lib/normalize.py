@@ -193,7 +193,7 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         except RetrievalLibError as exc:
             reasons.append(f"trajectory.json unusable: {exc}")
             # the agent block may still name the version (e.g. its steps are what broke)
-            versions.append((trajectory_agent_version(traj_path), TRAJECTORY_SOURCE))
+            versions.append((trajectory_agent_version(traj_path, trial_dir), TRAJECTORY_SOURCE))
         else:
             reasons.extend(f"trajectory: {w}" for w in trajectory.warnings)
             versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))

@@ -125,8 +125,34 @@ def test_trajectory_agent_version_reads_raw_json_only(tmp_path: Path):
         json.dumps({"schema_version": "ATIF-v9", "agent": {"version": "2.2.0"}, "steps": "broken"})
     )
     assert trajectory_agent_version(path) == "2.2.0"
-    path.write_text('{"agent": {"version": "2.2.0"}, "steps": [')  # cut off
-    assert trajectory_agent_version(path) is None
+    path.write_text('{"agent": {"version": "2.2.0"}, "steps": [{"step_id": 1, "mess')  # cut off
+    assert trajectory_agent_version(path) == "2.2.0"  # the agent block comes before the cut
+    path.write_text('{"schema_version": "ATIF-v1.2", "agent": {"name": "claude-co')
+    assert trajectory_agent_version(path) is None  # cut inside the agent block
     path.write_text(json.dumps({"agent": {"version": "unknown"}}))
     assert trajectory_agent_version(path) is None
     assert trajectory_agent_version(tmp_path / "missing.json") is None
+
+
+def test_version_files_that_symlink_out_of_the_trial_are_not_read(tmp_path: Path):
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"agent": {"version": "6.6.6"}, "harness_version": "6.6.6"}))
+    trial = tmp_path / "trial"
+    (trial / "agent").mkdir(parents=True)
+    (trial / "agent" / "trajectory.json").symlink_to(outside)
+    (trial / "task_metrics.json").symlink_to(outside)
+    assert trajectory_agent_version(trial / "agent" / "trajectory.json", trial) is None
+    found = resolve_harness_version(
+        trial, result_version=None, trace_versions=[], trace_state="unusable"
+    )
+    assert (found.version, found.unknown_reason) == (None, "no usable trace")
+
+
+def test_a_cut_off_corpus_trajectory_still_gives_its_version(tmp_path: Path):
+    corpus = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "csb"
+    found = sorted(corpus.rglob("mcp_django-modeladmin-impact-001__*/agent/trajectory.json"))
+    if not found:
+        pytest.skip("../shared/corpus/csb is not here")
+    cut = tmp_path / "trajectory.json"
+    cut.write_bytes(found[0].read_bytes()[:3000])
+    assert trajectory_agent_version(cut, tmp_path) == "2.1.62"

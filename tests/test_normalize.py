@@ -380,7 +380,7 @@ def test_harness_version_unknown_says_why(tmp_path):
     _with_result_version(no_trace, "unknown")
     broken = _write_trial(run, "mcp", "b", "t-005__fffffff", "t-005", "2026-01-01T00:00:00", 1.0)
     _with_result_version(broken, "")
-    (broken / "agent" / "trajectory.json").write_text('{"agent": {"version": "2.1.62"}, "ste')
+    (broken / "agent" / "trajectory.json").write_text('{"agent": {"name": "claude-code", "ver')
     reasons = {
         "no trace": normalize_trial(no_trace, None)["provenance"],
         "no usable trace": normalize_trial(broken, None)["provenance"],
@@ -388,6 +388,13 @@ def test_harness_version_unknown_says_why(tmp_path):
     for reason, prov in reasons.items():
         assert prov["harness_version"] is None and prov["harness_version_source"] is None
         assert prov["harness_version_unknown_reason"] == reason
+    # cut off after its agent block (an agent killed mid-run): the version is still read
+    (broken / "agent" / "trajectory.json").write_text('{"agent": {"version": "2.1.62"}, "ste')
+    prov = normalize_trial(broken, None)["provenance"]
+    assert (prov["harness_version"], prov["harness_version_source"]) == (
+        "2.1.62",
+        "agent/trajectory.json agent.version",
+    )
 
 
 def test_result_json_version_wins_and_a_disagreeing_trace_is_a_degraded_reason(tmp_path):
