@@ -37,6 +37,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -166,7 +167,7 @@ class Outcome:
 
     returncode: int | None = None
     output: str = ""
-    started_ns: int = 0
+    before: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     skipped: str = ""
     ci_check: bool = False
     http: dict[str, int] = field(default_factory=dict)
@@ -264,7 +265,7 @@ class ReadmeSession:
     def outcome(self, index: int) -> Outcome:
         while len(self.outcomes) <= index:
             command = self.commands[len(self.outcomes)]
-            outcome = Outcome(started_ns=time.time_ns())
+            outcome = Outcome(before={p: _state(self.project, p) for p in command.promises})
             try:
                 self._run(command, outcome)
             except subprocess.TimeoutExpired as exc:
@@ -335,7 +336,16 @@ class ReadmeSession:
                     f"{self.project}[{','.join(sorted(extras))}]" if extras else str(self.project)
                 )
                 steps.append(
-                    [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "-e", spec]
+                    [
+                        str(venv / "bin" / "python"),
+                        "-m",
+                        "pip",
+                        "install",
+                        "-q",
+                        "--no-compile",
+                        "-e",
+                        spec,
+                    ]
                 )
             for step in steps:
                 done = subprocess.run(
@@ -365,6 +375,8 @@ class ReadmeSession:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={token}",
         ]
+        if os.geteuid() == 0:  # containers and CI run as root; jupyter refuses without this
+            args.append("--allow-root")
         with log.open("wb") as sink:
             server = subprocess.Popen(
                 args, cwd=self.project, env=self.env(), stdout=sink, stderr=subprocess.STDOUT
@@ -395,21 +407,27 @@ class ReadmeSession:
             outcome.returncode = 0 if outcome.http else server.returncode
             outcome.output = log.read_text(errors="replace")
 
-    def close(self) -> None:
-        for venv in self.venvs.values():
-            shutil.rmtree(venv, ignore_errors=True)
+
+def _state(project: Path, promise: str) -> dict[str, tuple[int, int]]:
+    """``{file: (mtime_ns, size)}`` of the files a promised path or glob names (folders: the
+    files under them)."""
+    pattern = str(project / promise).rstrip("/")
+    files: dict[str, tuple[int, int]] = {}
+    for match in map(Path, glob(pattern)):
+        if promise.endswith("/") and not match.is_dir():
+            continue
+        for path in match.rglob("*") if match.is_dir() else [match]:
+            if path.is_file():
+                stat = path.stat()
+                files[str(path)] = (stat.st_mtime_ns, stat.st_size)
+    return files
 
 
 def _written_by(outcome: Outcome, project: Path, promise: str) -> bool:
-    pattern = promise if os.path.isabs(promise) else str(project / promise)
-    folder = promise.endswith("/")
-    for match in map(Path, glob(pattern.rstrip("/") or "/")):
-        files = [p for p in match.rglob("*") if p.is_file()] if folder else [match]
-        if folder and not match.is_dir():
-            continue
-        if any(p.is_file() and p.stat().st_mtime_ns >= outcome.started_ns for p in files):
-            return True
-    return False
+    """Whether the command created or changed a file the promise names."""
+    before = outcome.before[promise]
+    after = _state(project, promise)
+    return any(before.get(path) != state for path, state in after.items())
 
 
 def _ci_commands(project: Path) -> tuple[set[frozenset[str]], list[list[str]]]:
@@ -418,14 +436,12 @@ def _ci_commands(project: Path) -> tuple[set[frozenset[str]], list[list[str]]]:
     pytests: list[list[str]] = []
     for line in (project / ".ci" / "run").read_text().splitlines():
         text = split_comment(line)[0]
-        if not text:
-            continue
-        argv = shlex.split(text)
-        match = re.search(r"-e '?\.\[([\w,-]+)\]", text)
-        if "pip" in argv and match:
-            extras.add(frozenset(match.group(1).split(",")))
-        if "pytest" in argv:
-            pytests.append(argv[argv.index("pytest") + 1 :])
+        install = re.search(r"\bpip install\b.*-e '?\.\[([\w,-]+)\]", text)
+        if install:
+            extras.add(frozenset(install.group(1).split(",")))
+        pytest_args = re.search(r"-m pytest\b(.*)$", text)
+        if pytest_args:
+            pytests.append(shlex.split(pytest_args.group(1)))
     return extras, pytests
 
 
@@ -471,12 +487,15 @@ def test_the_readmes_commands_are_found():
 
 
 @pytest.fixture(scope="session")
-def readme_session(tmp_path_factory):
+def readme_session():
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("not a git checkout: the project copy is made from `git ls-files`")
-    session = ReadmeSession(tmp_path_factory.mktemp("readme-commands"), COMMANDS)
-    yield session
-    session.close()
+    # Not under pytest's basetemp: other pytest runs of the same user may rotate it away.
+    root = Path(tempfile.mkdtemp(prefix="retrieval-lib-readme-"))
+    try:
+        yield ReadmeSession(root, COMMANDS)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow
@@ -495,7 +514,7 @@ def test_documented_command(readme_session, index):
         run = next(a for a in argvs if _is_test_command(a))
         assert run[run.index("pytest") + 1 :] in pytests, f"{command.source} vs .ci/run"
         return
-    tail = outcome.output[-3000:]
+    tail = outcome.output[-3000:] if outcome.returncode else outcome.output[-300:]
     assert outcome.returncode == command.expected_exit, f"{command.source}: {command.text}\n{tail}"
     assert "Traceback (most recent call last)" not in outcome.output, tail
     if outcome.http:
