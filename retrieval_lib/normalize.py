@@ -43,6 +43,12 @@ from retrieval_lib.events.document import (
     write_document,
 )
 from retrieval_lib.ground_truth import GroundTruth, load_ground_truth
+from retrieval_lib.harness import (
+    TRAJECTORY_SOURCE,
+    resolve_harness_version,
+    trajectory_agent_version,
+    transcript_source,
+)
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     TaskIndex,
@@ -85,6 +91,10 @@ class TrialOutput:
     trace_bytes: int
     degraded_reason: str | None
     error: str | None = None
+    #: No usable trace (degraded mode): neither trajectory nor transcript could be read.
+    no_trace: bool = False
+    #: The task has no file-level ground truth (a document is still written).
+    no_ground_truth: bool = False
 
 
 @dataclass
@@ -106,8 +116,24 @@ class NormalizeReport:
         return sum(o.n_events for o in self.outputs)
 
     @property
+    def documents(self) -> int:
+        """Trials that produced a document (every trial that did not fail)."""
+        return sum(1 for o in self.outputs if not o.error)
+
+    @property
     def degraded(self) -> int:
-        return sum(1 for o in self.outputs if o.degraded_reason)
+        """Documents in degraded mode: no usable trace."""
+        return sum(1 for o in self.outputs if not o.error and o.no_trace)
+
+    @property
+    def without_ground_truth(self) -> int:
+        """Documents of tasks without file-level ground truth (counted apart from degraded)."""
+        return sum(1 for o in self.outputs if not o.error and o.no_ground_truth)
+
+    @property
+    def with_gaps(self) -> int:
+        """Documents whose coverage lists any gap (``degraded_reason`` set)."""
+        return sum(1 for o in self.outputs if not o.error and o.degraded_reason)
 
     @property
     def failed(self) -> int:
@@ -117,13 +143,24 @@ class NormalizeReport:
     def trace_bytes(self) -> int:
         return sum(o.trace_bytes for o in self.outputs)
 
+    def counts_line(self) -> str:
+        """The trial counts, e.g. ``6 trials: 6 documents (1 degraded: no trace; 1 without
+        ground truth), 0 failed``.
+
+        Degraded trials (no usable trace) and trials without file-level ground truth are
+        counted apart; a trial lacking both is counted in both.
+        """
+        return (
+            f"{self.trials} trials: {self.documents} documents ({self.degraded} degraded: "
+            f"no trace; {self.without_ground_truth} without ground truth), {self.failed} failed"
+        )
+
     def summary_line(self) -> str:
         mb = self.trace_bytes / 1e6
         rate = mb / self.seconds if self.seconds > 0 else float("nan")
         return (
-            f"normalized {self.trials} trials in {len(self.runs)} run(s): {self.events} events, "
-            f"{self.degraded} degraded, {self.failed} failed"
-            + (f", {self.removed_stale} stale document(s) removed" if self.removed_stale else "")
+            f"normalized {len(self.runs)} run(s), {self.counts_line()}; {self.events} events"
+            + (f"; {self.removed_stale} stale document(s) removed" if self.removed_stale else "")
             + f"; {mb:.1f} MB of trace in "
             f"{self.seconds:.2f} s ({rate:.1f} MB/s)"
         )
@@ -146,6 +183,7 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     transcript: ParsedTrace | None = None
     trace_bytes = 0
     truncated = False
+    versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
     traj_path = trial_dir / TRAJECTORY_FILE
     if traj_path.is_file():
@@ -154,8 +192,11 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:
             reasons.append(f"trajectory.json unusable: {exc}")
+            # the agent block may still name the version (e.g. its steps are what broke)
+            versions.append((trajectory_agent_version(traj_path), TRAJECTORY_SOURCE))
         else:
             reasons.extend(f"trajectory: {w}" for w in trajectory.warnings)
+            versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
     transcript_path = next(
         (trial_dir / c for c in TRANSCRIPT_CANDIDATES if (trial_dir / c).is_file()), None
@@ -170,9 +211,12 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         else:
             truncated = transcript.truncated
             reasons.extend(f"transcript ({rel}): {w}" for w in transcript.warnings)
+            versions.append((transcript.harness_version, transcript_source(rel)))
 
+    trace_state = "usable"
     if trajectory is None and transcript is None:
-        if traj_path.is_file() or transcript_path is not None:
+        trace_state = "unusable" if traj_path.is_file() or transcript_path is not None else "absent"
+        if trace_state == "unusable":
             reasons.insert(0, "no usable trace")
         else:
             reasons.insert(
@@ -197,6 +241,8 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         "trace_source": trace.source if trace is not None else None,
         "transcript_truncated": truncated,
         "reasons": reasons,
+        "trace_versions": versions,
+        "trace_state": trace_state,
     }
     return trace, coverage, trace_bytes
 
@@ -211,6 +257,8 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": totals.cache_creation_tokens,
             "total_tokens": totals.total_tokens,
             "tokens_source": totals.source,
+            "output_tokens_placeholder": totals.output_tokens_placeholder,
+            "output_tokens_note": totals.output_tokens_note,
         }
     elif result.n_input_tokens is not None or result.n_output_tokens is not None:
         # result.json's n_input_tokens already includes the cached tokens (n_cache_tokens).
@@ -222,6 +270,13 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": None,
             "total_tokens": total,
             "tokens_source": "result.json.agent_result",
+            # Harbor fills these from the trace's own per-step sums, which can be stream
+            # placeholders; without a usable trace there is nothing to check them against.
+            "output_tokens_placeholder": None,
+            "output_tokens_note": None
+            if result.n_output_tokens is None
+            else "from result.json without a usable trace: whether the count is a stream "
+            "placeholder cannot be checked",
         }
     else:
         tokens = {
@@ -231,6 +286,8 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": None,
             "total_tokens": None,
             "tokens_source": None,
+            "output_tokens_placeholder": None,
+            "output_tokens_note": None,
         }
     if totals is not None and totals.cost_usd is not None:
         cost, cost_source = totals.cost_usd, totals.source
@@ -264,6 +321,13 @@ def build_document(
     """Build the document of one trial; return it and the number of trace bytes read."""
     trace, coverage, trace_bytes = _load_trace(trial.trial_dir)
     reasons: list[str] = list(coverage.pop("reasons"))
+    harness = resolve_harness_version(
+        trial.trial_dir,
+        result_version=result.harness_version,
+        trace_versions=coverage.pop("trace_versions"),
+        trace_state=coverage.pop("trace_state"),
+    )
+    reasons.extend(harness.warnings)
     reasons.extend(f"result.json: {w}" for w in result.warnings)
     reasons.extend(f"ground truth: {w}" for w in ground_truth.warnings)
     if not ground_truth.task_dirs:
@@ -296,7 +360,6 @@ def build_document(
         gt_block["chunks"] = list(ground_truth.chunks)
 
     model = result.model or (trace.model if trace else None)
-    harness = result.harness_version or (trace.harness_version if trace else None)
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
         "generator": {"name": "retrieval_lib", "version": __version__},
@@ -310,7 +373,9 @@ def build_document(
             "config_name": trial.config_name,
             "benchmark": benchmark,
             "model": model,
-            "harness_version": harness,
+            "harness_version": harness.version,
+            "harness_version_source": harness.source,
+            "harness_version_unknown_reason": harness.unknown_reason,
             "is_latest_trial": is_latest_trial,
             "trials_for_pair": trials_for_pair,
         },
@@ -389,6 +454,8 @@ def _normalize_one(
         n_events=len(doc["events"]),
         trace_bytes=trace_bytes,
         degraded_reason=doc["coverage"]["degraded_reason"],
+        no_trace=doc["coverage"]["trace_source"] is None,
+        no_ground_truth=not doc["coverage"]["has_ground_truth"],
     )
 
 

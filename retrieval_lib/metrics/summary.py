@@ -76,6 +76,8 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "benchmark",
     "model",
     "harness_version",
+    "harness_version_source",
+    "harness_version_unknown_reason",
     "is_latest_trial",
     "computable",
     "non_computable_reason",
@@ -93,8 +95,17 @@ OUTCOME_COLUMNS: tuple[str, ...] = (
     "tokens_source",
     "cost_source",
     "started_at",
+    # True when the document's output_tokens is a sum of stream placeholders (contracts §1)
+    "output_tokens_placeholder",
 )
-_BOOLEAN_COLUMNS = ("is_latest_trial", "computable", "passed", "errored", "timed_out")
+_BOOLEAN_COLUMNS = (
+    "is_latest_trial",
+    "computable",
+    "passed",
+    "errored",
+    "timed_out",
+    "output_tokens_placeholder",
+)
 _FUNNEL_COLUMNS = (
     "funnel.surfaced_files",
     "funnel.surfaced_gt_hits",
@@ -160,6 +171,8 @@ def _record_row(record: Mapping[str, Any], names: Sequence[str]) -> dict[str, An
         "benchmark": prov.get("benchmark"),
         "model": prov.get("model"),
         "harness_version": prov.get("harness_version"),
+        "harness_version_source": prov.get("harness_version_source"),
+        "harness_version_unknown_reason": prov.get("harness_version_unknown_reason"),
         "is_latest_trial": prov.get("is_latest_trial"),
         "computable": record["computable"],
         "non_computable_reason": record["non_computable_reason"],

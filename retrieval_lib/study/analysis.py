@@ -1,0 +1,682 @@
+"""The tables of a study, one function per question, each over the study's tidy tables.
+
+Conventions (as in :mod:`retrieval_lib.report.tables`): one trial is one observation; a
+value that cannot be computed is NaN with a reason, never 0; every aggregate carries its
+``n``; confidence intervals of means are percentile bootstrap intervals with a fixed seed
+(:func:`retrieval_lib.report.tables.mean_ci`).
+
+* :func:`leaderboard`: model × config family: trials, mean reward and pass rate with CIs,
+  tokens, cost, time.
+* :func:`retrieval_tiers`: reward and pass rate by file-recall tier (supplementary views;
+  no reward is changed).
+* :func:`tool_value`: per tool (or category): calls, share that surfaced a ground-truth
+  file, ground-truth files first found, attributed tokens and seconds.
+* :func:`flag_table` / :func:`with_flags`: the confidence flags of each trial and the rule
+  that raised each.
+* :func:`matched_overview`: the pooled matched comparison, descriptive where no test runs.
+* :func:`pairing_trials`: the trials behind every matched task, trial by trial.
+* :func:`fit_lines`: least-squares lines of scatter pairs.
+* :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
+
+Examples
+--------
+>>> import pandas as pd
+>>> trials = pd.DataFrame({"model": ["m"] * 4, "config_family": ["b", "b", "t", "t"],
+...     "config_name": ["b", "b", "t", "t"], "run_id": ["r"] * 4,
+...     "task_name": ["x", "y", "x", "y"], "trial_id": list("abcd"),
+...     "reward": [0.0, 1.0, 1.0, 1.0], "passed": [False, True, True, True],
+...     "file.recall": [0.0, 0.6, 1.0, None]})
+>>> retrieval_tiers(trials, n_boot=100)[["config_family", "tier", "n_trials"]].values.tolist()[:3]
+[['b', '0', 1], ['b', '(0, 0.5)', 0], ['b', '[0.5, 1)', 1]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from retrieval_lib.report.tables import mean_ci
+
+__all__ = [
+    "FLAG_RULES",
+    "TIERS",
+    "fit_lines",
+    "flag_table",
+    "largest_deltas",
+    "leaderboard",
+    "matched_overview",
+    "pairing_trials",
+    "retrieval_tiers",
+    "study_overview",
+    "timeline_frame",
+    "timeline_tasks",
+    "tool_value",
+    "with_flags",
+]
+
+#: Confidence flags: name → the rule that raises it (shown beside every flagged trial).
+FLAG_RULES: Mapping[str, str] = {
+    "no_trace": "no usable trace: neither trajectory nor transcript could be read "
+    "(coverage.trace_source is null)",
+    "truncated_trace": "the transcript was cut off (coverage.transcript_truncated)",
+    "no_ground_truth": "no file-level ground truth (coverage.has_ground_truth is false)",
+    "low_confidence_ground_truth": "ground truth only from a low-confidence source "
+    "(ground_truth.confidence = low)",
+    "placeholder_tokens": "output-token counts are per-message placeholders "
+    "(outcome.output_tokens_placeholder)",
+}
+
+#: File-recall tiers: label and the half-open test of each.
+TIERS: tuple[str, ...] = ("0", "(0, 0.5)", "[0.5, 1)", "1")
+_AT_LEAST_HALF = "≥ 0.5 (cumulative)"
+_NOT_COMPUTABLE = "not computable"
+
+
+def _ci(values: Any, alpha: float, n_boot: int, seed: int, prefix: str) -> dict[str, Any]:
+    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed)
+    return {
+        f"{prefix}_n": r.n,
+        f"{prefix}_mean": r.mean,
+        f"{prefix}_ci_low": r.ci_low,
+        f"{prefix}_ci_high": r.ci_high,
+    }
+
+
+def _numbers(values: pd.Series) -> np.ndarray:
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+
+
+def _mean_n(values: pd.Series) -> tuple[float, int]:
+    array = _numbers(values)
+    array = array[np.isfinite(array)]
+    return (float(array.mean()) if array.size else math.nan), int(array.size)
+
+
+def _as_bool_float(values: pd.Series) -> pd.Series:
+    """``passed`` as 1.0/0.0 with missing kept missing."""
+    return values.map(lambda v: math.nan if v is None or v is pd.NA or v != v else float(bool(v)))
+
+
+# --------------------------------------------------------------------------- overview
+
+
+def study_overview(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: models, raw configs and families, tasks and trials.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"run_id": ["r", "r"], "model": ["m", "m"],
+    ...     "config_name": ["mcp", "baseline"],
+    ...     "config_family": ["mcp-remote-direct", "baseline-local-direct"],
+    ...     "task_name": ["x", "x"], "trial_id": ["a", "b"]})
+    >>> study_overview(t)[["run_id", "configs", "tasks", "trials"]].values.tolist()
+    [['r', 'baseline, mcp', 1, 2]]
+    """
+    rows = []
+    for run_id, sub in trials.groupby(trials["run_id"].astype(str), sort=True):
+        rows.append(
+            {
+                "run_id": run_id,
+                "models": ", ".join(sorted(sub["model"].dropna().astype(str).unique())) or None,
+                "configs": ", ".join(sorted(sub["config_name"].astype(str).unique())),
+                "families": ", ".join(sorted(sub["config_family"].astype(str).unique())),
+                "tasks": int(sub["task_name"].nunique()),
+                "trials": len(sub),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["run_id", "models", "configs", "families", "tasks", "trials"]
+    )
+
+
+# --------------------------------------------------------------------------- flags
+
+
+def flag_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per (trial, confidence flag): ``trial_id, run_id, config_family, task_name,
+    flag, rule`` (rules: :data:`FLAG_RULES`), sorted by trial then flag order.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"trial_id": ["a"], "run_id": ["r"], "config_family": ["b"],
+    ...     "task_name": ["x"], "trace_source": [None], "transcript_truncated": [False],
+    ...     "has_ground_truth": [False], "ground_truth_confidence": [None],
+    ...     "output_tokens_placeholder": [False]})
+    >>> flag_table(t)["flag"].tolist()
+    ['no_trace', 'no_ground_truth']
+    """
+    has_gt = trials["has_ground_truth"].fillna(False).astype(bool)
+    tests = {
+        "no_trace": trials["trace_source"].isna(),
+        "truncated_trace": trials["transcript_truncated"].fillna(False).astype(bool),
+        "no_ground_truth": ~has_gt,
+        "low_confidence_ground_truth": trials["ground_truth_confidence"].astype(object).eq("low")
+        & has_gt,
+        "placeholder_tokens": trials["output_tokens_placeholder"].fillna(False).astype(bool),
+    }
+    identity = ["trial_id", "run_id", "config_family", "task_name"]
+    parts = [
+        trials.loc[mask.to_numpy(), identity].assign(
+            flag=flag, rule=FLAG_RULES[flag], _row=np.flatnonzero(mask.to_numpy()), _order=i
+        )
+        for i, (flag, mask) in enumerate(tests.items())
+    ]
+    table = pd.concat(parts, ignore_index=True).sort_values(["_row", "_order"], kind="mergesort")
+    return table.drop(columns=["_row", "_order"]).reset_index(drop=True)
+
+
+def with_flags(trials: pd.DataFrame) -> pd.DataFrame:
+    """``trials`` with ``flags`` (the flag names, ``;``-joined, or None) and ``confidence_flagged``
+    (any flag raised)."""
+    table = flag_table(trials)
+    joined = table.groupby("trial_id", sort=False)["flag"].agg(";".join)
+    out = trials.copy()
+    out["flags"] = out["trial_id"].map(joined).astype(object)
+    out["flags"] = out["flags"].where(out["flags"].notna(), None)
+    out["confidence_flagged"] = out["flags"].notna()
+    return out
+
+
+# --------------------------------------------------------------------------- leaderboard
+
+
+def leaderboard(
+    trials: pd.DataFrame, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """Model × config family: trials, reward and pass rate with bootstrap CIs, cost, time.
+
+    Columns: ``model, config_family, configs, runs, tasks, trials, reward_n, reward_mean,
+    reward_ci_low, reward_ci_high, pass_n, pass_mean, pass_ci_low, pass_ci_high,
+    tokens_n, mean_total_tokens, cost_n, mean_cost_usd, time_n, mean_time_s``. Means are
+    over trials with a value (``*_n`` of them); a trial without a reward is not a 0.
+    """
+    rows = []
+    model = trials["model"].astype(object).where(trials["model"].notna(), "(unknown)")
+    for (model_name, family), sub in trials.groupby([model, trials["config_family"]], sort=True):
+        row: dict[str, Any] = {
+            "model": model_name,
+            "config_family": family,
+            "configs": ", ".join(sorted(sub["config_name"].astype(str).unique())),
+            "runs": int(sub["run_id"].nunique()),
+            "tasks": int(sub["task_name"].nunique()),
+            "trials": len(sub),
+        }
+        row |= _ci(sub["reward"], alpha, n_boot, seed, "reward")
+        row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass")
+        for column, name, n_name in (
+            ("total_tokens", "mean_total_tokens", "tokens_n"),
+            ("cost_usd", "mean_cost_usd", "cost_n"),
+            ("agent_execution_seconds", "mean_time_s", "time_n"),
+        ):
+            mean, n = _mean_n(sub[column]) if column in sub else (math.nan, 0)
+            row[n_name], row[name] = n, mean
+        rows.append(row)
+    columns = [
+        "model",
+        "config_family",
+        "configs",
+        "runs",
+        "tasks",
+        "trials",
+        *(f"reward_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
+        *(f"pass_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
+        "tokens_n",
+        "mean_total_tokens",
+        "cost_n",
+        "mean_cost_usd",
+        "time_n",
+        "mean_time_s",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# --------------------------------------------------------------------------- tiers
+
+
+def _tier(value: float) -> str:
+    if not math.isfinite(value):
+        return _NOT_COMPUTABLE
+    if value <= 0.0:
+        return "0"
+    if value < 0.5:
+        return "(0, 0.5)"
+    if value < 1.0:
+        return "[0.5, 1)"
+    return "1"
+
+
+def retrieval_tiers(
+    trials: pd.DataFrame,
+    metric: str = "file.recall",
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Reward and pass rate per config family and ``metric`` tier.
+
+    Tiers of the share of ground-truth files retrieved: ``0``, ``(0, 0.5)``, ``[0.5, 1)``,
+    ``1``, then the cumulative ``≥ 0.5`` view ("among trials that retrieved at least half
+    of the ground-truth files") and the trials where ``metric`` is not computable. Every
+    tier is listed, empty ones with ``n_trials = 0``. Supplementary views: rewards are
+    shown as the verifier gave them.
+
+    Columns: ``config_family, tier, n_trials, reward_n, reward_mean, reward_ci_low,
+    reward_ci_high, pass_n, pass_mean, pass_ci_low, pass_ci_high``.
+    """
+    values = _numbers(trials[metric]) if metric in trials.columns else np.full(len(trials), np.nan)
+    tiers = pd.Series([_tier(v) for v in values], index=trials.index)
+    rows = []
+    for family in sorted(trials["config_family"].astype(str).unique()):
+        in_family = trials["config_family"].astype(str) == family
+        for tier in (*TIERS, _AT_LEAST_HALF, _NOT_COMPUTABLE):
+            if tier == _AT_LEAST_HALF:
+                mask = in_family & pd.Series(
+                    np.nan_to_num(values, nan=-1.0) >= 0.5, index=trials.index
+                )
+            else:
+                mask = in_family & (tiers == tier)
+            sub = trials[mask]
+            row = {"config_family": family, "tier": tier, "n_trials": len(sub)}
+            row |= _ci(sub["reward"], alpha, n_boot, seed, "reward")
+            row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass")
+            rows.append(row)
+    columns = [
+        "config_family",
+        "tier",
+        "n_trials",
+        *(f"reward_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
+        *(f"pass_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") -> pd.DataFrame:
+    """What each tool (``by="tool"``) or tool category (``by="category"``) brought.
+
+    Per config family, MCP or local, and tool (with its category) or category:
+
+    * ``calls``, ``trials`` (that made at least one call), ``failed_calls``;
+    * ``calls_with_ground_truth``: calls in trials with file-level ground truth, and
+      ``surfaced_ground_truth_calls`` among them: successful, non-write calls that
+      surfaced a ground-truth file; ``share_surfaced_ground_truth`` is their ratio (NaN
+      without ground truth);
+    * ``ground_truth_files_first_found``: ground-truth files this tool surfaced first in
+      their trial (each (trial, file) is credited once, to the first call that surfaced it);
+    * ``tokens``/``seconds``: attributed growth of the running token total and of the
+      elapsed time from each call to the next (``tokens_n``/``seconds_n`` calls had a value),
+      and their means per call.
+
+    Rows: MCP before local, then by calls (descending) and name.
+    """
+    if by not in ("tool", "category"):
+        raise ValueError(f"by must be 'tool' or 'category', not {by!r}")
+    keys = (
+        ["config_family", "is_mcp", "tool", "tool_category"]
+        if by == "tool"
+        else [
+            "config_family",
+            "is_mcp",
+            "tool_category",
+        ]
+    )
+    columns = [
+        *keys,
+        "calls",
+        "trials",
+        "failed_calls",
+        "calls_with_ground_truth",
+        "surfaced_ground_truth_calls",
+        "share_surfaced_ground_truth",
+        "ground_truth_files_first_found",
+        "tokens_n",
+        "tokens",
+        "tokens_per_call",
+        "seconds_n",
+        "seconds",
+        "seconds_per_call",
+    ]
+    if events.empty:
+        return pd.DataFrame(columns=columns)
+    has_gt = (
+        events["trial_id"]
+        .map(trials.set_index("trial_id")["has_ground_truth"].fillna(False).astype(bool))
+        .fillna(False)
+    )
+    work = events.assign(
+        _gt=has_gt.astype(bool),
+        _surfaced=has_gt.astype(bool)
+        & events["hits_ground_truth"].astype(bool)
+        & ~events["is_error"].astype(bool)
+        & (events["tool_category"] != "file_write"),
+        _first=events["first_found_ground_truth_files"].map(len),
+    )
+    rows = []
+    for key, sub in work.groupby(keys, sort=True):
+        key_values = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        calls_gt = int(sub["_gt"].sum())
+        surfaced = int(sub["_surfaced"].sum())
+        tokens = _numbers(sub["attributed_tokens"])
+        seconds = _numbers(sub["attributed_seconds"])
+        tokens, seconds = tokens[np.isfinite(tokens)], seconds[np.isfinite(seconds)]
+        rows.append(
+            key_values
+            | {
+                "calls": len(sub),
+                "trials": int(sub["trial_id"].nunique()),
+                "failed_calls": int(sub["is_error"].astype(bool).sum()),
+                "calls_with_ground_truth": calls_gt,
+                "surfaced_ground_truth_calls": surfaced,
+                "share_surfaced_ground_truth": surfaced / calls_gt if calls_gt else math.nan,
+                "ground_truth_files_first_found": int(sub["_first"].sum()),
+                "tokens_n": int(tokens.size),
+                "tokens": float(tokens.sum()) if tokens.size else math.nan,
+                "tokens_per_call": float(tokens.mean()) if tokens.size else math.nan,
+                "seconds_n": int(seconds.size),
+                "seconds": float(seconds.sum()) if seconds.size else math.nan,
+                "seconds_per_call": float(seconds.mean()) if seconds.size else math.nan,
+            }
+        )
+    out = pd.DataFrame(rows, columns=columns)
+    name = "tool" if by == "tool" else "tool_category"
+    out = out.sort_values(
+        ["config_family", "is_mcp", "calls", name],
+        ascending=[True, False, False, True],
+        kind="mergesort",
+    )
+    return out.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- matching
+
+
+def matched_overview(
+    comparisons: pd.DataFrame, per_task: pd.DataFrame, metrics: Sequence[str]
+) -> pd.DataFrame:
+    """The matched comparison of each family pair and metric, descriptive below min n.
+
+    Where a paired test ran, its row (``tested = True``) carries the mean delta, CI,
+    Wilcoxon p (and Holm) and effect sizes. Where it did not (too few matched tasks), the
+    row still shows ``n`` and the descriptive mean, min and max of the per-task deltas
+    that exist, with ``tested = False`` and the reason no test is run.
+
+    Columns: ``baseline, treatment, metric, n, tested, mean_delta, min_delta, max_delta,
+    ci_low, ci_high, wins, losses, ties, wilcoxon_p, wilcoxon_p_holm, rank_biserial,
+    reason``.
+    """
+    columns = [
+        "baseline",
+        "treatment",
+        "metric",
+        "n",
+        "tested",
+        "mean_delta",
+        "min_delta",
+        "max_delta",
+        "ci_low",
+        "ci_high",
+        "wins",
+        "losses",
+        "ties",
+        "wilcoxon_p",
+        "wilcoxon_p_holm",
+        "rank_biserial",
+        "reason",
+    ]
+    rows = []
+    for (base, treat), sub in comparisons.groupby(["baseline", "treatment"], sort=True):
+        tasks = per_task[(per_task["baseline"] == base) & (per_task["treatment"] == treat)]
+        by_metric: dict[Any, dict[Any, Any]] = {r["metric"]: r for r in sub.to_dict("records")}
+        for metric in metrics:
+            if metric not in by_metric:
+                continue
+            row = by_metric[metric]
+            deltas = (
+                _numbers(tasks[f"delta:{metric}"])
+                if f"delta:{metric}" in tasks.columns
+                else np.array([])
+            )
+            deltas = deltas[np.isfinite(deltas)]
+            tested = bool(row["computable"])
+            out = {
+                "baseline": base,
+                "treatment": treat,
+                "metric": metric,
+                "n": int(deltas.size),
+                "tested": tested,
+                "mean_delta": float(deltas.mean()) if deltas.size else math.nan,
+                "min_delta": float(deltas.min()) if deltas.size else math.nan,
+                "max_delta": float(deltas.max()) if deltas.size else math.nan,
+                "wins": int((np.round(deltas, 12) > 0).sum()),
+                "losses": int((np.round(deltas, 12) < 0).sum()),
+                "ties": int((np.round(deltas, 12) == 0).sum()),
+            }
+            for name in ("ci_low", "ci_high", "wilcoxon_p", "wilcoxon_p_holm", "rank_biserial"):
+                out[name] = float(row[name]) if tested and name in row else math.nan
+            if tested:
+                out["reason"] = None
+            elif deltas.size:
+                out["reason"] = f"descriptive only, no test: {row['reason']}"
+            else:
+                out["reason"] = row["reason"]
+            rows.append(out)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame:
+    """Every trial behind every matched task, one row per trial.
+
+    Columns: ``baseline, treatment, task_name, model, harness_version, side, run_id,
+    config_name, trial_id, trial_name, reward, passed, combined`` (``combined``: the trial had a valid
+    reward, so it entered the task's mean), sorted by pair, task, side, run and trial.
+    """
+    columns = [
+        "baseline",
+        "treatment",
+        "task_name",
+        "model",
+        "harness_version",
+        "side",
+        "run_id",
+        "config_name",
+        "trial_id",
+        "trial_name",
+        "reward",
+        "passed",
+        "combined",
+    ]
+    if per_task.empty:
+        return pd.DataFrame(columns=columns)
+    keys = per_task[["baseline", "treatment", "task_name", "model", "harness_version"]]
+    sides = pd.concat(
+        [keys.assign(side=side, config_family=keys[side]) for side in ("baseline", "treatment")],
+        ignore_index=True,
+    )
+    candidates = trials[
+        [
+            "config_family",
+            "task_name",
+            "model",
+            "harness_version",
+            "run_id",
+            "config_name",
+            "trial_id",
+            "trial_name",
+            "reward",
+            "passed",
+        ]
+    ]
+    merged = sides.merge(
+        candidates, on=["config_family", "task_name"], how="inner", suffixes=("", "_trial")
+    )
+    model, trial_model = merged["model"].astype(object), merged["model_trial"].astype(object)
+    version = merged["harness_version"].astype(object)
+    trial_version = merged["harness_version_trial"].astype(object)
+    same_model = (model == trial_model) | (model.isna() & trial_model.isna())
+    # unknown versions never count as a difference (see stats.paired.match_tasks)
+    fits = version.isna() | trial_version.isna() | (version == trial_version)
+    out = merged[same_model & fits].copy()
+    out["reward"] = pd.to_numeric(out["reward"], errors="coerce").astype(float)
+    out["combined"] = np.isfinite(out["reward"].to_numpy())
+    order = {"baseline": 0, "treatment": 1}
+    out = out.sort_values(
+        ["baseline", "treatment", "task_name", "model", "side", "run_id", "trial_id"],
+        key=lambda s: s.map(order) if s.name == "side" else s,
+        kind="mergesort",
+    )
+    return out[columns].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- correlations
+
+
+def fit_lines(table: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """Ordinary least-squares line ``y = intercept + slope * x`` of each scatter pair.
+
+    ``pairs`` holds ``x`` and ``y`` column names (e.g. the strongest correlations). Uses
+    the rows where both are finite; fewer than two points or a constant ``x`` give NaN
+    with a reason. Columns: ``x, y, n, slope, intercept, reason``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"a": [0.0, 1.0, 2.0], "b": [1.0, 3.0, 5.0]})
+    >>> fit_lines(t, pd.DataFrame({"x": ["a"], "y": ["b"]}))[["n", "slope", "intercept"]].values.tolist()
+    [[3.0, 2.0, 1.0]]
+    """
+    rows = []
+    for pair in pairs[["x", "y"]].itertuples(index=False):
+        x = _numbers(table[pair.x]) if pair.x in table.columns else np.array([])
+        y = _numbers(table[pair.y]) if pair.y in table.columns else np.array([])
+        ok = np.isfinite(x) & np.isfinite(y) if x.size and y.size else np.array([], dtype=bool)
+        xs, ys = (x[ok], y[ok]) if ok.size else (np.array([]), np.array([]))
+        row: dict[str, Any] = {"x": pair.x, "y": pair.y, "n": int(xs.size)}
+        if xs.size < 2:
+            row |= {"slope": math.nan, "intercept": math.nan, "reason": "fewer than 2 points"}
+        elif np.ptp(xs) == 0:
+            row |= {"slope": math.nan, "intercept": math.nan, "reason": f"{pair.x} is constant"}
+        else:
+            dx = xs - xs.mean()
+            slope = float((dx * (ys - ys.mean())).sum() / (dx * dx).sum())
+            row |= {
+                "slope": slope,
+                "intercept": float(ys.mean() - slope * xs.mean()),
+                "reason": None,
+            }
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["x", "y", "n", "slope", "intercept", "reason"])
+
+
+# --------------------------------------------------------------------------- timelines
+
+
+def timeline_tasks(
+    per_task: pd.DataFrame, requested: Iterable[str] = (), *, top: int = 2
+) -> pd.DataFrame:
+    """The matched tasks to draw timelines for: ``requested`` ones, else the ``top`` with the
+    largest absolute reward difference (ties: task name).
+
+    Returns the ``per_task`` rows chosen (with ``delta:reward``), in display order; a
+    requested task that is not matched is skipped.
+    """
+    if per_task.empty:
+        return per_task.copy()
+    wanted = [t for t in requested if t]
+    if wanted:
+        chosen = per_task[per_task["task_name"].isin(wanted)]
+        order = {name: i for i, name in enumerate(wanted)}
+        return chosen.sort_values(
+            "task_name", key=lambda s: s.map(order), kind="mergesort"
+        ).reset_index(drop=True)
+    delta = (
+        per_task["delta:reward"].abs()
+        if "delta:reward" in per_task
+        else pd.Series(np.nan, index=per_task.index)
+    )
+    ranked = per_task.assign(_abs=delta.fillna(-1.0)).sort_values(
+        ["_abs", "task_name"], ascending=[False, True], kind="mergesort"
+    )
+    return ranked.head(top).drop(columns="_abs").reset_index(drop=True)
+
+
+def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
+    """The ``top`` rows of a per-task delta table with the largest absolute ``delta``
+    (ties: task name), in their original order; missing deltas come last.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"task_name": list("abcd"), "delta": [0.1, -0.9, None, 0.5]})
+    >>> largest_deltas(d, top=2)["task_name"].tolist()
+    ['b', 'd']
+    """
+    if len(deltas) <= top:
+        return deltas
+    size = pd.to_numeric(deltas["delta"], errors="coerce").abs().fillna(-1.0)
+    ranked = deltas.assign(_size=size).sort_values(
+        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
+    )
+    keep = ranked.head(top).index
+    return deltas.loc[deltas.index.isin(keep)]
+
+
+def representative_trial(trials: pd.DataFrame) -> str | None:
+    """The trial a timeline shows for one side: the latest by start time, then trial id."""
+    if trials.empty:
+        return None
+    column = trials["started_at"] if "started_at" in trials else pd.Series(None, index=trials.index)
+    started = pd.to_datetime(column, errors="coerce", utc=True)
+    order = trials.assign(_started=started).sort_values(
+        ["_started", "trial_id"], na_position="first", kind="mergesort"
+    )
+    return str(order["trial_id"].iloc[-1])
+
+
+def timeline_frame(events: pd.DataFrame, trial_id: str) -> pd.DataFrame:
+    """One row per (call, file it touched) of one trial, for a timeline.
+
+    Columns: ``step_index, elapsed_seconds, tool, tool_category, is_mcp, is_error, file,
+    is_ground_truth, first_hit`` where ``file`` is None for a call without target files
+    and ``first_hit`` marks the trial's first successful retrieval of a ground-truth file.
+    """
+    columns = [
+        "step_index",
+        "elapsed_seconds",
+        "tool",
+        "tool_category",
+        "is_mcp",
+        "is_error",
+        "file",
+        "is_ground_truth",
+        "first_hit",
+    ]
+    sub = events[events["trial_id"] == trial_id].sort_values("step_index", kind="mergesort")
+    rows = []
+    first_done = False
+    records: list[dict[Any, Any]] = sub.to_dict("records")
+    for ev in records:
+        matched = set(ev["matched_ground_truth_files"])
+        first = bool(ev["first_found_ground_truth_files"]) and not first_done
+        if first:
+            first_done = True
+        targets = list(ev["target_files"]) or [None]
+        for target in targets:
+            rows.append(
+                {
+                    "step_index": int(ev["step_index"]),
+                    "elapsed_seconds": ev["elapsed_seconds"],
+                    "tool": ev["tool"],
+                    "tool_category": ev["tool_category"],
+                    "is_mcp": bool(ev["is_mcp"]),
+                    "is_error": bool(ev["is_error"]),
+                    "file": target,
+                    "is_ground_truth": target in matched,
+                    "first_hit": first and target in matched,
+                }
+            )
+    return pd.DataFrame(rows, columns=columns)

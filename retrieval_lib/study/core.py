@@ -1,0 +1,390 @@
+"""The :class:`Study`: many runs pooled, with the tables and analyses a report shows.
+
+A study is the unit of analysis across runs, models, configs and dates. Trials are
+pooled by **config family** (:mod:`retrieval_lib.study.families`), so a legacy ``mcp``
+run and a current ``mcp-remote-direct`` run count as one treatment. Matching follows the
+seed: canonical task, model and harness version, a valid reward on both sides; repeated
+trials of a task (within or across runs) are combined by their mean and counted.
+
+Examples
+--------
+>>> from retrieval_lib.study import load
+>>> from retrieval_lib.report.pipeline import bundled_examples
+>>> runs, tasks = bundled_examples()  # doctest: +SKIP
+>>> study = load([runs], tasks_root=tasks, out="study_out")  # doctest: +SKIP
+>>> study.leaderboard()[["model", "config_family", "trials", "reward_mean"]]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from retrieval_lib.errors import InputError
+from retrieval_lib.metrics.stages import DEFAULT_K
+from retrieval_lib.study import analysis
+from retrieval_lib.study.families import config_families, pair_families
+from retrieval_lib.study.loader import PreparedRuns, prepare_runs, read_evaluated
+
+if TYPE_CHECKING:
+    from retrieval_lib.stats.impact import ImpactResult
+
+__all__ = ["Study", "StudyOptions", "load", "load_evaluated"]
+
+#: Identity columns of the long ``metrics`` table.
+_LONG_ID = ("trial_id", "run_id", "config_name", "config_family", "task_name", "model")
+
+
+@dataclass(frozen=True)
+class StudyOptions:
+    """How a study matches and resamples (the notebook's and CLI's parameters).
+
+    Attributes
+    ----------
+    seed, n_boot, alpha
+        Bootstrap seed and resamples; ``1 - alpha`` intervals and the significance level.
+    min_pairs
+        Fewest matched tasks for a paired test (the seed's 3).
+    combine
+        Repeated trials of a task: ``"mean"`` (default) or ``"latest"``.
+    metrics
+        Retrieval-metric family: ``"key"``, ``"all"`` or a list.
+    baseline, treatment
+        Explicit config families to compare (default: paired by name).
+    exclude_flagged
+        Leave trials with a confidence flag out of every analysis.
+    """
+
+    seed: int = 0
+    n_boot: int = 2000
+    alpha: float = 0.05
+    min_pairs: int = 3
+    combine: str = "mean"
+    metrics: str | tuple[str, ...] = "key"
+    baseline: str | None = None
+    treatment: str | None = None
+    exclude_flagged: bool = False
+
+
+@dataclass(frozen=True)
+class Study:
+    """Many evaluated runs pooled into tidy tables.
+
+    Attributes
+    ----------
+    trials : pandas.DataFrame
+        One row per trial: the run's metrics-table columns (identity, every metric,
+        outcomes) plus ``trial_id``, ``config_family``, coverage and ground-truth details
+        (``trace_source``, ``transcript_truncated``, ``has_ground_truth``,
+        ``ground_truth_source``, ``ground_truth_confidence``, ``output_tokens_placeholder``)
+        and the confidence ``flags`` / ``confidence_flagged``.
+    events : pandas.DataFrame
+        One row per tool call (:data:`retrieval_lib.study.loader.EVENT_COLUMNS`).
+    exclusions : pandas.DataFrame
+        Trials left out before the analysis (normalisation or reading failed), with why.
+    config_map : dict
+        Raw config name → family used (the default mapping with the study's additions).
+    sources : list of str
+        The evaluated ``retrieval_events`` folders read.
+    options : StudyOptions
+        Matching and resampling parameters.
+    """
+
+    trials: pd.DataFrame
+    events: pd.DataFrame
+    exclusions: pd.DataFrame
+    config_map: dict[str, str] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    options: StudyOptions = field(default_factory=StudyOptions)
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def analysed(self) -> pd.DataFrame:
+        """The trials every analysis uses (without flagged ones when ``exclude_flagged``)."""
+        if self.options.exclude_flagged:
+            return self.trials[~self.trials["confidence_flagged"]].reset_index(drop=True)
+        return self.trials
+
+    def with_options(self, **changes: Any) -> Study:
+        """The same study with other :class:`StudyOptions` (the tables are shared)."""
+        return replace(self, options=replace(self.options, **changes))
+
+    @functools.cached_property
+    def metrics(self) -> pd.DataFrame:
+        """Long table: one row per (trial, metric) with ``value`` (NaN: not computable,
+        the reason in ``trials.non_computable_reason``)."""
+        from retrieval_lib.stats.columns import metric_columns
+
+        columns = metric_columns(self.trials)
+        return self.trials.melt(
+            id_vars=list(_LONG_ID), value_vars=columns, var_name="metric", value_name="value"
+        )
+
+    def overview(self) -> pd.DataFrame:
+        """One row per run: models, configs, families, tasks, trials."""
+        return analysis.study_overview(self.trials)
+
+    def flags(self) -> pd.DataFrame:
+        """One row per (trial, confidence flag) with the rule that raised it."""
+        return analysis.flag_table(self.trials)
+
+    # ------------------------------------------------------------------ analyses
+
+    def _frame(self) -> pd.DataFrame:
+        """Analysed trials with ``config_name`` = family (what the stats functions group by)."""
+        frame = self.analysed.rename(columns={"config_name": "config_raw"})
+        return frame.rename(columns={"config_family": "config_name"})
+
+    def leaderboard(self) -> pd.DataFrame:
+        """Model × config family (:func:`retrieval_lib.study.analysis.leaderboard`)."""
+        o = self.options
+        return analysis.leaderboard(self.analysed, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
+
+    def tiers(self, metric: str = "file.recall") -> pd.DataFrame:
+        """Reward and pass rate by retrieval tier per family."""
+        o = self.options
+        return analysis.retrieval_tiers(
+            self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed
+        )
+
+    def tool_value(self, by: str = "tool") -> pd.DataFrame:
+        """What each tool or category brought (:func:`retrieval_lib.study.analysis.tool_value`)."""
+        analysed = self.analysed
+        events = self.events[self.events["trial_id"].isin(analysed["trial_id"])]
+        return analysis.tool_value(events, analysed, by=by)
+
+    @property
+    def tools(self) -> pd.DataFrame:
+        """Per-tool value table (``tool_value(by="tool")``)."""
+        return self.tool_value("tool")
+
+    def family_pairs(self) -> list[tuple[str, str]]:
+        """The (baseline, treatment) families compared."""
+        o = self.options
+        return pair_families(self.analysed["config_family"].astype(str), o.baseline, o.treatment)
+
+    def impact(self) -> ImpactResult:
+        """Correlations over all trials and matched comparisons of each family pair
+        (computed once per study and options)."""
+        return self._impact_result
+
+    @functools.cached_property
+    def _impact_result(self) -> ImpactResult:
+        return _impact(self)
+
+    @property
+    def pairs(self) -> pd.DataFrame:
+        """Every trial behind every matched task (:func:`analysis.pairing_trials`)."""
+        return analysis.pairing_trials(self.analysed, self.impact().per_task)
+
+    def matched(self) -> pd.DataFrame:
+        """Matched comparison per pair and metric, descriptive where no test runs."""
+        result = self.impact()
+        names = ["reward", "passed", *result.params["metrics"], *result.params["outcomes"]]
+        return analysis.matched_overview(
+            result.comparisons, result.per_task, list(dict.fromkeys(names))
+        )
+
+    def calibration(self, metric: str) -> pd.DataFrame:
+        """``metric`` by candidate-set size × evidence type over every trial."""
+        from retrieval_lib.report.tables import calibration_table
+
+        o = self.options
+        return calibration_table(self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
+
+    def timeline_trials(self, tasks: Sequence[str] = (), top: int = 2) -> pd.DataFrame:
+        """For each timeline task: the pair and the trial shown on each side.
+
+        Columns: ``baseline, treatment, task_name, model, delta_reward, baseline_trial,
+        treatment_trial``.
+        """
+        per_task = self.impact().per_task
+        chosen = analysis.timeline_tasks(per_task, tasks, top=top)
+        trials = self.analysed
+        rows = []
+        for task in chosen.to_dict("records"):
+            picks = {}
+            for side in ("baseline", "treatment"):
+                mask = (trials["config_family"] == task[side]) & (
+                    trials["task_name"] == task["task_name"]
+                )
+                if pd.notna(task["model"]):
+                    mask &= trials["model"] == task["model"]
+                picks[side] = analysis.representative_trial(trials[mask])
+            rows.append(
+                {
+                    "baseline": task["baseline"],
+                    "treatment": task["treatment"],
+                    "task_name": task["task_name"],
+                    "model": task["model"],
+                    "delta_reward": task.get("delta:reward"),
+                    "baseline_trial": picks["baseline"],
+                    "treatment_trial": picks["treatment"],
+                }
+            )
+        return pd.DataFrame(
+            rows,
+            columns=[
+                "baseline",
+                "treatment",
+                "task_name",
+                "model",
+                "delta_reward",
+                "baseline_trial",
+                "treatment_trial",
+            ],
+        )
+
+    def timeline(self, trial_id: str) -> pd.DataFrame:
+        """Timeline rows of one trial (:func:`retrieval_lib.study.analysis.timeline_frame`)."""
+        return analysis.timeline_frame(self.events, trial_id)
+
+
+def _impact(study: Study) -> ImpactResult:
+    """Matched comparisons per family pair and correlations over all trials, one result."""
+    from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
+    from retrieval_lib.stats.correlation import correlate_metrics
+    from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
+
+    o = study.options
+    frame = study._frame()
+    metrics = resolve_metrics(frame, o.metrics if isinstance(o.metrics, str) else list(o.metrics))
+    pairs = study.family_pairs()
+    parts = [
+        analyze_impact(
+            frame[frame["config_name"].isin([base, treat])],
+            baseline=base,
+            treatment=treat,
+            seed=o.seed,
+            n_boot=o.n_boot,
+            min_pairs=o.min_pairs,
+            combine=o.combine,
+            metrics=metrics,
+            correlate=False,
+        )
+        for base, treat in pairs
+    ]
+    templates = analyze_impact_columns()
+
+    def stack(name: str) -> pd.DataFrame:
+        frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
+        if not frames:
+            return pd.DataFrame(columns=templates[name])
+        return pd.concat(frames, ignore_index=True)
+
+    params: dict[str, Any] = dict(parts[0].params) if parts else {}
+    params |= {
+        "seed": o.seed,
+        "n_boot": o.n_boot,
+        "min_matched_pairs": o.min_pairs,
+        "combine_repeated_trials": o.combine,
+        "metric_family": o.metrics if isinstance(o.metrics, str) else "custom",
+        "metrics": metrics,
+        "outcomes": [c for c in OUTCOME_COLUMNS if c in frame.columns],
+        "config_map": dict(study.config_map),
+        "family_pairs": [list(p) for p in pairs],
+        "confidence_flagged_trials": "excluded" if o.exclude_flagged else "kept",
+    }
+    return ImpactResult(
+        pairs=stack("pairs"),
+        correlations=correlate_metrics(frame, metrics, min_n=5),
+        comparisons=stack("comparisons"),
+        mcnemar=stack("mcnemar"),
+        per_task=stack("per_task"),
+        unmatched=stack("unmatched"),
+        config_summary=stack("config_summary"),
+        params=params,
+    )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_evaluated(
+    events_dirs: Sequence[str | os.PathLike[str]],
+    *,
+    config_map: Mapping[str, str] | None = None,
+    options: StudyOptions | None = None,
+) -> Study:
+    """A :class:`Study` of runs that ``retrieval-lib evaluate`` has processed.
+
+    Parameters
+    ----------
+    events_dirs
+        ``retrieval_events`` folders (or run folders holding one).
+    config_map
+        Additions to the default config-family mapping.
+    options
+        Matching and resampling parameters.
+    """
+    from retrieval_lib.metrics.summary import find_events_roots
+
+    roots = find_events_roots([Path(p) for p in events_dirs])
+    tables = read_evaluated(roots, config_map)
+    return Study(
+        trials=analysis.with_flags(tables.trials),
+        events=tables.events,
+        exclusions=tables.exclusions,
+        config_map=config_families(config_map),
+        sources=[str(r) for r in roots],
+        options=options or StudyOptions(),
+    )
+
+
+def load(
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+    tasks_root: str | os.PathLike[str] | None = None,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    config_map: Mapping[str, str] | None = None,
+    options: StudyOptions | None = None,
+    workers: int = 1,
+    k: Sequence[int] = DEFAULT_K,
+    log: Callable[[str], None] | None = None,
+) -> Study:
+    """Normalise and evaluate what is not yet up to date, then pool every trial.
+
+    Parameters
+    ----------
+    paths
+        Run folders, folders of runs, or evaluated run folders.
+    tasks_root
+        Task definitions root (ground truth) for runs that need normalising.
+    out
+        Output root of normalisation and evaluation (``<out>/<run_id>/retrieval_events``);
+        ``None`` writes inside each run's own ``retrieval_events/`` folder.
+    config_map
+        Additions to the default config-family mapping (``{"NAME": "FAMILY"}``).
+    options
+        Matching and resampling parameters (:class:`StudyOptions`).
+    workers
+        Normalisation worker processes.
+    k
+        Cut-offs of the evaluation.
+    log
+        Receives one line per step.
+
+    Returns
+    -------
+    Study
+
+    Raises
+    ------
+    InputError
+        Missing paths, nothing to study, or two runs sharing a run id.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if tasks_root is not None and not Path(tasks_root).is_dir():
+        raise InputError(f"tasks root {tasks_root} is not a folder")
+    prepared: PreparedRuns = prepare_runs(
+        list(paths), tasks_root, out=out, workers=workers, k=k, log=log
+    )
+    return load_evaluated(prepared.events_dirs, config_map=config_map, options=options)
