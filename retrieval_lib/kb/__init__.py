@@ -35,6 +35,7 @@ _EXPORTS = {
     "render_report_md": "report_md",
     "build_example": "examples",
     "build_example_store": "examples",
+    "write_example": "examples",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -67,7 +67,7 @@ def render_report_md(report: CompareReport) -> str:
     """
     deltas = report.deltas
     lines = [
-        f"# Knowledge-base comparison: `{report.run_b}` vs `{report.run_a}`",
+        f"# Knowledge-base comparison: `{report.run_a}` vs `{report.run_b}`",
         "",
         f"- Run A (baseline): `{report.run_a}`, chunker version "
         f"`{format_value(deltas.get('chunker_version_a'))}`, "
