@@ -4,15 +4,16 @@ The analysis tables (:mod:`retrieval_lib.report.tables`, the kb compare rows) ke
 names and NaN/None so they can be tested, joined and written as CSV. :func:`view` turns one
 into what a reader sees, for any notebook:
 
-* a default 0…n index is dropped; a named index (``config_name``, ``trace_source``) becomes
-  the first column(s);
+* an unnamed index (0…n, or what is left of it after sorting) is dropped; a named index
+  (``config_name``, ``trace_source``) becomes the first column(s);
 * a missing value (NaN, None, ``pd.NA``) is an empty cell, never "nan" or "None";
 * floats are shown with ``digits`` decimals, counts (``n``, ``n_…``, ``wins``, ``losses``,
   ``ties``) as whole numbers even when a missing value made their column float;
 * a column with a unit says it: ``cost_usd`` → ``cost (USD)``, ``agent_execution_seconds``
   → ``time (s)`` (see :data:`COLUMN_LABELS`, and :func:`label` for the rule); the same
   labels are used for metric names in the ``metric``, ``x`` and ``y`` columns;
-* text columns are left-aligned, numbers right-aligned.
+* text columns are left-aligned, numbers right-aligned; a cell wraps only in a column of
+  long texts (over :data:`WRAP_AFTER` characters), so ids and headers stay on one line.
 
 The result renders as an HTML table in Jupyter and the HTML report, and as plain text
 elsewhere; both are deterministic (no random ids), so nbval can compare them.
@@ -23,9 +24,9 @@ Examples
 >>> t = pd.DataFrame({"metric": ["reward", "cost_usd"], "n": [3, 0],
 ...                   "mean": [0.5, float("nan")], "reason": [None, "no value"]})
 >>> print(repr(view(t)))
-metric     n  mean reason
-reward     3 0.500
-cost (USD) 0       no value
+metric      n   mean  reason
+reward      3  0.500
+cost (USD)  0         no value
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["COLUMN_LABELS", "LABELLED_VALUE_COLUMNS", "TableView", "label", "view"]
+__all__ = ["COLUMN_LABELS", "LABELLED_VALUE_COLUMNS", "WRAP_AFTER", "TableView", "label", "view"]
 
 #: Display names of columns (and metric names) whose machine name hides a unit.
 COLUMN_LABELS: Mapping[str, str] = {
@@ -49,6 +50,9 @@ COLUMN_LABELS: Mapping[str, str] = {
 }
 #: Columns whose values are column or metric names, shown with the same labels.
 LABELLED_VALUE_COLUMNS: tuple[str, ...] = ("metric", "x", "y")
+
+#: Columns with a longer text than this wrap; the others keep each cell on one line.
+WRAP_AFTER = 60
 
 _SUFFIX_UNITS = (("_usd", "USD"), ("_seconds", "s"), ("_ms", "ms"))
 
@@ -122,7 +126,8 @@ class TableView:
         table_id = f"table-{digest}"
         rules = "".join(
             f"#{table_id} tr > :nth-child({i + 1}) {{text-align: "
-            f"{'right' if numeric else 'left'};}}"
+            f"{'right' if numeric else 'left'}; white-space: "
+            f"{'normal' if self._wraps(i) else 'nowrap'};}}"
             for i, numeric in enumerate(self.numeric)
         )
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
@@ -131,10 +136,13 @@ class TableView:
             for row in self.cells
         )
         return (
-            f"<style>{rules} #{table_id} td {{white-space: normal;}}</style>"
+            f"<style>{rules}</style>"
             f'<table id="{table_id}" class="dataframe">'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         )
+
+    def _wraps(self, column: int) -> bool:
+        return any(len(row[column]) > WRAP_AFTER for row in self.cells)
 
     def __repr__(self) -> str:
         widths = [
@@ -142,7 +150,7 @@ class TableView:
         ]
 
         def line(values: list[str]) -> str:
-            return " ".join(
+            return "  ".join(
                 v.rjust(w) if numeric else v.ljust(w)
                 for v, w, numeric in zip(values, widths, self.numeric, strict=True)
             ).rstrip()
@@ -163,11 +171,8 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     >>> "<th>source</th>" in v._repr_html_() and "<td>0</td>" not in v._repr_html_()
     True
     """
-    shown = frame
-    if not isinstance(frame.index, pd.RangeIndex) or any(n is not None for n in frame.index.names):
-        shown = frame.reset_index()
-    else:
-        shown = frame.reset_index(drop=True)
+    named = any(n is not None for n in frame.index.names)
+    shown = frame.reset_index(drop=not named)
     columns = [label(c) for c in shown.columns]
     numeric = [_is_numeric(shown[c]) for c in shown.columns]
     cells: list[list[str]] = []

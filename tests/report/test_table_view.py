@@ -72,3 +72,13 @@ def test_html_is_escaped_and_deterministic():
 def test_counts_stay_whole_numbers_when_a_gap_made_them_float():
     frame = pd.DataFrame({"n": [3.0, np.nan], "n_flagged": [1.0, 0.0], "r": [0.5, 2.0]})
     assert view(frame).cells == [["3", "1", "0.500"], ["", "0", "2.000"]]
+
+
+def test_a_sorted_unnamed_index_is_dropped_too_and_only_long_texts_wrap():
+    frame = pd.DataFrame({"id": ["b-task-001", "a-task-002"], "why": ["x" * 70, ""]})
+    shown = view(frame.sort_values("id"))
+    assert shown.columns == ["id", "why"]
+    assert [row[0] for row in shown.cells] == ["a-task-002", "b-task-001"]
+    page = shown._repr_html_()
+    assert ":nth-child(1) {text-align: left; white-space: nowrap;}" in page
+    assert ":nth-child(2) {text-align: left; white-space: normal;}" in page
