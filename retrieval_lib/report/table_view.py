@@ -7,8 +7,9 @@ into what a reader sees, for any notebook:
 * an unnamed index (0…n, or what is left of it after sorting) is dropped; a named index
   (``config_name``, ``trace_source``) becomes the first column(s);
 * a missing value (NaN, None, ``pd.NA``) is an empty cell, never "nan" or "None";
-* floats are shown with ``digits`` decimals, counts (``n``, ``n_…``, ``wins``, ``losses``,
-  ``ties``) as whole numbers even when a missing value made their column float;
+* floats are shown with ``digits`` decimals, counts and ranks (``n``, ``n_…``, ``…_n``,
+  ``…_rank``, ``wins``, ``losses``, ``ties``) as whole numbers even when a missing value
+  made their column float;
 * a column with a unit says it: ``cost_usd`` → ``cost (USD)``, ``agent_execution_seconds``
   → ``time (s)`` (see :data:`COLUMN_LABELS`, and :func:`label` for the rule); the same
   labels are used for metric names in the ``metric``, ``x`` and ``y`` columns;
@@ -91,13 +92,13 @@ def _cell(value: Any, digits: int) -> str:
     return str(value)
 
 
-_COUNT_COLUMNS = ("n", "wins", "losses", "ties", "tests", "paired_n")
+_COUNT_COLUMNS = ("n", "wins", "losses", "ties", "tests")
 
 
 def _is_count(name: Any, column: pd.Series) -> bool:
     """A float column of whole numbers that holds counts (NaN forced it to float)."""
     text = str(name)
-    if not (text in _COUNT_COLUMNS or text.startswith("n_")):
+    if not (text in _COUNT_COLUMNS or text.startswith("n_") or text.endswith(("_n", "_rank"))):
         return False
     if not pd.api.types.is_float_dtype(column):
         return False

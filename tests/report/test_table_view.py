@@ -70,8 +70,10 @@ def test_html_is_escaped_and_deterministic():
 
 
 def test_counts_stay_whole_numbers_when_a_gap_made_them_float():
-    frame = pd.DataFrame({"n": [3.0, np.nan], "n_flagged": [1.0, 0.0], "r": [0.5, 2.0]})
-    assert view(frame).cells == [["3", "1", "0.500"], ["", "0", "2.000"]]
+    frame = pd.DataFrame(
+        {"n": [3.0, np.nan], "n_flagged": [1.0, 0.0], "a_hit_rank": [np.nan, 2.0], "r": [0.5, 2.0]}
+    )
+    assert view(frame).cells == [["3", "1", "", "0.500"], ["", "0", "2", "2.000"]]
 
 
 def test_a_sorted_unnamed_index_is_dropped_too_and_only_long_texts_wrap():
