@@ -64,24 +64,11 @@ import numpy as np
 
 from retrieval_lib.io import dumps_json
 from retrieval_lib.kb.columns import PerQueryMetrics, RunColumns, evaluate_columns
-from retrieval_lib.kb.definitions import (
-    CITATION_MARKER,
-    K_VALUES,
-    MATCH_EXACT,
-    MATCH_FALLBACK,
-    MRR_CUTOFF,
-    STORAGE_DIGITS,
-)
+from retrieval_lib.kb.definitions import CITATION_MARKER, K_VALUES, MATCH_EXACT, STORAGE_DIGITS
 from retrieval_lib.kb.golden import GoldenSet
 from retrieval_lib.kb.records import QueryResult, paused_gc
 
 __all__ = [
-    "K_VALUES",
-    "MRR_CUTOFF",
-    "CITATION_MARKER",
-    "MATCH_EXACT",
-    "MATCH_FALLBACK",
-    "STORAGE_DIGITS",
     "AggregateMetrics",
     "PerQueryMetrics",
     "aggregate_from_columns",

@@ -346,8 +346,7 @@ class KBStore:
             if migration.backfill is not None:
                 migration.backfill(conn)
             conn.execute(
-                "INSERT INTO schema_migrations (version, description, applied_at) "
-                "VALUES (?, ?, ?)",
+                "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
                 (migration.version, migration.description, now_iso()),
             )
             conn.execute(f"PRAGMA user_version = {int(migration.version)}")

@@ -233,17 +233,14 @@ def _mean(values: Sequence[float]) -> tuple[float, int]:
 
 
 def aggregate_records(
-    golden: GoldenSet,
-    results: Mapping[str, QueryResult],
-    known_chunk_ids: AbstractSet[str] | None = None,
-    *,
-    mode: str = MATCH_EXACT,
-    expected_spans: Mapping[str, Mapping[str, Any]] | None = None,
+    golden: GoldenSet, results: Mapping[str, QueryResult], known_chunk_ids: Any = None, **how: Any
 ) -> dict[str, Any]:
-    """The aggregate as :meth:`AggregateMetrics.to_dict` gives it, computed per record."""
-    pq = evaluate_records(
-        golden, results, mode=mode, expected_spans=expected_spans, inventory_ids=known_chunk_ids
-    )
+    """The aggregate as :meth:`AggregateMetrics.to_dict` gives it, computed per record.
+
+    ``how`` is ``mode`` and ``expected_spans``, as :func:`evaluate_records` takes them.
+    """
+    mode = how.get("mode", MATCH_EXACT)
+    pq = evaluate_records(golden, results, inventory_ids=known_chunk_ids, **how)
     ran = {q.id: results[q.id] for q in golden if q.id in results and not results[q.id].failed}
     answered = {q: r.answer for q, r in ran.items() if r.answer is not None}
     if known_chunk_ids is None:

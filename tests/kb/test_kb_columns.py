@@ -167,7 +167,9 @@ def test_columns_give_the_oracle_values_on_random_runs(seed):
             )
             _assert_same_per_query(expected, got)
             oracle = aggregate_records(golden, results, inventory, mode=mode, expected_spans=spans)
-            agg = aggregate_from_columns(golden, columns, inventory, mode=mode, expected_spans=spans)
+            agg = aggregate_from_columns(
+                golden, columns, inventory, mode=mode, expected_spans=spans
+            )
             assert _plain(agg.to_dict()) == _plain(oracle)
             in_memory = aggregate_from_records(
                 golden, results, inventory, mode=mode, expected_spans=spans
