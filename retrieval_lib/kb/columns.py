@@ -534,7 +534,7 @@ def _fallback_matches(
     usable = np.flatnonzero(regions.doc_code >= 0)
     region_key = regions.query[usable] * n_docs + regions.doc_code[usable]
     # sorted by (query, doc), then region order: the first match of a hit is the first
-    # region of its query in expected_chunk_ids order, as span_match scans them.
+    # region of its query in expected_chunk_ids order, as the definition says.
     order = usable[np.lexsort((usable, region_key))]
     sorted_key = regions.query[order] * n_docs + regions.doc_code[order]
     hit_key = scored.query * n_docs + run.doc_codes[scored.hit].astype(np.int64)
