@@ -22,7 +22,7 @@ True
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -357,7 +357,8 @@ def plot_scatter_pairs(
     configs = sorted(table[hue].dropna().astype(str).unique())
     colours = _palette(configs)
     fig, axes = _figure(3.4, ncols=len(pairs), squeeze=False)
-    for ax, row in zip(axes[0], pairs.itertuples(), strict=True):
+    # rows as Any: pandas-stubs types itertuples() fields as a union of every scalar
+    for ax, row in zip(axes[0], cast(Any, pairs).itertuples(), strict=True):
         for config in configs:
             sub = table[table[hue].astype(str) == config]
             x = pd.to_numeric(sub[row.x], errors="coerce").astype(float)
