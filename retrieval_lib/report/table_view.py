@@ -14,7 +14,8 @@ into what a reader sees, for any notebook:
   → ``time (s)`` (see :data:`COLUMN_LABELS`, and :func:`label` for the rule); the same
   labels are used for metric names in the ``metric``, ``x`` and ``y`` columns;
 * text columns are left-aligned, numbers right-aligned; a cell wraps only in a column of
-  long texts (over :data:`WRAP_AFTER` characters), so ids and headers stay on one line.
+  explanations (:data:`WRAPPED_COLUMNS`, ``…_reason``) or of long texts (over
+  :data:`WRAP_AFTER` characters), so ids and headers stay on one line.
 
 The result renders as an HTML table in Jupyter and the HTML report, and as plain text
 elsewhere; both are deterministic (no random ids), so nbval can compare them.
@@ -41,7 +42,15 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["COLUMN_LABELS", "LABELLED_VALUE_COLUMNS", "WRAP_AFTER", "TableView", "label", "view"]
+__all__ = [
+    "COLUMN_LABELS",
+    "LABELLED_VALUE_COLUMNS",
+    "WRAPPED_COLUMNS",
+    "WRAP_AFTER",
+    "TableView",
+    "label",
+    "view",
+]
 
 #: Display names of columns (and metric names) whose machine name hides a unit.
 COLUMN_LABELS: Mapping[str, str] = {
@@ -54,6 +63,8 @@ LABELLED_VALUE_COLUMNS: tuple[str, ...] = ("metric", "x", "y")
 
 #: Columns with a longer text than this wrap; the others keep each cell on one line.
 WRAP_AFTER = 60
+#: Columns of explanations, which always wrap (so is any ``…_reason`` column).
+WRAPPED_COLUMNS: tuple[str, ...] = ("reason", "note", "notes", "not_computable")
 
 _SUFFIX_UNITS = (("_usd", "USD"), ("_seconds", "s"), ("_ms", "ms"))
 
@@ -143,6 +154,9 @@ class TableView:
         )
 
     def _wraps(self, column: int) -> bool:
+        name = self.columns[column]
+        if name in WRAPPED_COLUMNS or name.endswith("_reason"):
+            return True
         return any(len(row[column]) > WRAP_AFTER for row in self.cells)
 
     def __repr__(self) -> str:

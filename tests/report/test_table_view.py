@@ -84,3 +84,9 @@ def test_a_sorted_unnamed_index_is_dropped_too_and_only_long_texts_wrap():
     page = shown._repr_html_()
     assert ":nth-child(1) {text-align: left; white-space: nowrap;}" in page
     assert ":nth-child(2) {text-align: left; white-space: normal;}" in page
+
+
+def test_explanations_always_wrap():
+    page = view(pd.DataFrame({"metric": ["x"], "reason": ["short"]}))._repr_html_()
+    assert ":nth-child(1) {text-align: left; white-space: nowrap;}" in page
+    assert ":nth-child(2) {text-align: left; white-space: normal;}" in page
