@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from retrieval_lib.kb.compare import CompareReport, ComparisonKind
-from retrieval_lib.kb.metrics import MATCH_FALLBACK
+from retrieval_lib.kb.definitions import MATCH_FALLBACK
 
 __all__ = ["render_report_md", "format_value"]
 

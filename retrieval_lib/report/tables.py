@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -583,7 +583,8 @@ def correlation_grid(
     r = pd.DataFrame(np.nan, index=metrics, columns=outcomes, dtype="float64")
     marks = pd.DataFrame("n/a", index=metrics, columns=outcomes, dtype=object)
     n = pd.DataFrame(0, index=metrics, columns=outcomes, dtype="int64")
-    for row in rows.itertuples():
+    # rows as Any: pandas-stubs types itertuples() fields as a union of every scalar
+    for row in cast(Any, rows).itertuples():
         n.loc[row.x, row.y] = int(row.n)
         if not bool(row.computable) or not np.isfinite(row.r):
             continue

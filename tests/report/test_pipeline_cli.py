@@ -28,7 +28,7 @@ def _notebook(path, *cells):
     return path
 
 
-def test_report_renders_a_notebook_and_prints_the_html_path(tmp_path, capsys):
+def test_report_renders_a_notebook_and_prints_the_html_path(tmp_path, capfd):
     nb = _notebook(tmp_path / "tiny.ipynb", 'print(label * repeat + "-rendered")')
     params = tmp_path / "p.yaml"
     params.write_text('label: "ab"\nrepeat: 3\n')
@@ -37,7 +37,11 @@ def test_report_renders_a_notebook_and_prints_the_html_path(tmp_path, capsys):
     )
     assert code == 0
     html = tmp_path / "out" / "tiny" / "tiny.html"
-    assert capsys.readouterr().out.strip() == str(html.resolve())
+    # capfd: the kernel is another process writing to the same file descriptors
+    captured = capfd.readouterr()
+    assert captured.out.strip() == str(html.resolve())
+    assert "without encryption" not in captured.err
+    assert "IPKernelApp" not in captured.err
     text = html.read_text(encoding="utf-8")
     assert "ababab-rendered" in text
     assert "print(label" not in text  # code hidden
