@@ -18,15 +18,19 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.errors import InputError, ReportError
+
+if TYPE_CHECKING:
+    from retrieval_lib.study import Study, StudyOptions
 
 __all__ = [
     "IMPACT_PARAMETERS",
     "PipelineResult",
     "bundled_examples",
     "example_run",
+    "example_study",
     "prepare_example_runs",
     "run_pipeline",
 ]
@@ -154,6 +158,24 @@ def example_run(out_dir: str | Path | None = None) -> Path:
     run_dir = out / "runs" / best
     evaluate_run(run_dir)
     return run_dir
+
+
+def example_study(out_dir: str | Path | None = None, options: StudyOptions | None = None) -> Study:
+    """The study of every bundled example run (normalised into ``out_dir``, default a
+    temporary folder removed at exit). The notebook uses it when no manifest is given."""
+    import atexit
+    import tempfile
+
+    from retrieval_lib.study import load
+
+    if out_dir is None:
+        out = Path(tempfile.mkdtemp(prefix="retrieval_lib-study-"))
+        atexit.register(shutil.rmtree, out, True)
+    else:
+        out = Path(out_dir)
+    source = bundled_examples()
+    runs, tasks = source if source is not None else prepare_example_runs(out / "example_data")
+    return load([runs], tasks_root=tasks, out=out / "runs", options=options)
 
 
 def run_pipeline(

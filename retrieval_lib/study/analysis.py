@@ -191,7 +191,7 @@ def leaderboard(
 
     Columns: ``model, config_family, configs, runs, tasks, trials, reward_n, reward_mean,
     reward_ci_low, reward_ci_high, pass_n, pass_mean, pass_ci_low, pass_ci_high,
-    tokens_n, mean_total_tokens, cost_n, mean_cost_usd, time_n, mean_time_s``. Means are
+    tokens_n, mean_total_tokens, cost_n, mean_cost_usd, time_n, mean_time_seconds``. Means are
     over trials with a value (``*_n`` of them); a trial without a reward is not a 0.
     """
     rows = []
@@ -210,7 +210,7 @@ def leaderboard(
         for column, name, n_name in (
             ("total_tokens", "mean_total_tokens", "tokens_n"),
             ("cost_usd", "mean_cost_usd", "cost_n"),
-            ("agent_execution_seconds", "mean_time_s", "time_n"),
+            ("agent_execution_seconds", "mean_time_seconds", "time_n"),
         ):
             mean, n = _mean_n(sub[column]) if column in sub else (math.nan, 0)
             row[n_name], row[name] = n, mean
@@ -229,7 +229,7 @@ def leaderboard(
         "cost_n",
         "mean_cost_usd",
         "time_n",
-        "mean_time_s",
+        "mean_time_seconds",
     ]
     return pd.DataFrame(rows, columns=columns)
 
