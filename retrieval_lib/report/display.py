@@ -71,9 +71,10 @@ def _ci_groups(columns: Sequence[str]) -> list[tuple[str, str | None, str | None
     names = set(columns)
     groups = []
     for column in columns:
+        n: str | None
         if column in ("mean", "mean_delta"):
-            low, high, n, label = "ci_low", "ci_high", "n", column.replace("_", " ")
-            n = None  # a plain ``n`` column stays: it counts the row, not only this mean
+            # a plain ``n`` column stays: it counts the row, not only this mean
+            low, high, n, label = "ci_low", "ci_high", None, column.replace("_", " ")
         elif column.endswith("_mean"):
             stem = column.removesuffix("_mean")
             low, high, n, label = f"{stem}_ci_low", f"{stem}_ci_high", f"{stem}_n", stem
