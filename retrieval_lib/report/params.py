@@ -29,6 +29,7 @@ __all__ = [
     "notebook_parameters",
     "notebooks_dir",
     "resolve_notebook",
+    "resolve_params_file",
 ]
 
 
@@ -43,18 +44,16 @@ class NotebookParameter:
 
 
 def notebooks_dir() -> Path:
-    """The project's ``notebooks/`` folder (next to the package in a source checkout)."""
-    candidate = Path(__file__).resolve().parents[2] / "notebooks"
-    if not candidate.is_dir():
-        raise ReportError(
-            f"notebooks folder not found at {candidate}; install retrieval_lib from a "
-            "source checkout (pip install -e .) to render reports"
-        )
-    return candidate
+    """Folder of the notebooks that ship with the package (:mod:`retrieval_lib.bundled`)."""
+    from retrieval_lib.bundled import notebooks_dir as shipped
+
+    return shipped()
 
 
 def resolve_notebook(name_or_path: str) -> Path:
-    """``run_analysis`` / ``kb_compare`` (shipped notebooks) or a path to an .ipynb file."""
+    """A shipped notebook by name (``run_analysis``, ``kb_compare``, ...) or an .ipynb path."""
+    from retrieval_lib.bundled import notebook_names
+
     path = Path(name_or_path)
     if path.suffix == ".ipynb":
         if not path.is_file():
@@ -62,8 +61,31 @@ def resolve_notebook(name_or_path: str) -> Path:
         return path.resolve()
     shipped = notebooks_dir() / f"{name_or_path}.ipynb"
     if not shipped.is_file():
-        known = sorted(p.stem for p in notebooks_dir().glob("*.ipynb"))
-        raise ReportError(f"unknown notebook {name_or_path!r}; shipped notebooks: {known}")
+        raise ReportError(
+            f"unknown notebook {name_or_path!r}; shipped notebooks: {notebook_names()}"
+        )
+    return shipped
+
+
+def resolve_params_file(name_or_path: str) -> Path:
+    """A parameter file: a path to a YAML file, or the name of a shipped one (``example``).
+
+    Examples
+    --------
+    >>> resolve_params_file("template").name
+    'template.yaml'
+    """
+    from retrieval_lib.bundled import params_dir, params_names
+
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists() or len(path.parts) > 1:
+        return path
+    shipped = params_dir() / f"{name_or_path}.yaml"
+    if not shipped.is_file():
+        raise ReportError(
+            f"no parameter file {name_or_path!r}: give a path to a .yaml file or a shipped "
+            f"name: {', '.join(params_names())}"
+        )
     return shipped
 
 
@@ -151,10 +173,13 @@ def check_parameters(
 
 
 def load_params_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML parameter file (a mapping of parameter name to value)."""
+    """Read a YAML parameter file (a mapping of parameter name to value).
+
+    ``path`` may also name a shipped parameter file (:func:`resolve_params_file`).
+    """
     import yaml
 
-    p = Path(path)
+    p = resolve_params_file(str(path))
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:
