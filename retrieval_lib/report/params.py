@@ -2,7 +2,8 @@
 
 papermill only warns about unknown parameter names; we refuse them, and we check each
 value against the annotation of its line in the notebook's ``parameters`` cell
-(``run_dir: str = ""  # help``).
+(``run_dir: str = ""  # help``; ``Optional[X]`` also takes None), as papermill's own
+parser reads the cell.
 
 Examples
 --------
@@ -14,8 +15,7 @@ Examples
 
 from __future__ import annotations
 
-import ast
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,48 +89,51 @@ def resolve_params_file(name_or_path: str) -> Path:
     return shipped
 
 
+# The start of a parameter line: a name, then an annotation or "=".
+_ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*[:=]")
+
+
 def notebook_parameters(notebook: str | Path) -> dict[str, NotebookParameter]:
-    """Parse the ``parameters``-tagged cell of ``notebook`` (annotated assignments)."""
+    """The ``parameters``-tagged cell of ``notebook`` as papermill reads it.
+
+    Names, annotations, defaults and help come from papermill's parser of the Python
+    parameters cell (``PythonTranslator.inspect``, what ``papermill.inspect_notebook``
+    runs for a notebook with a python kernel; notebooks always run with kernel
+    ``python3``). papermill skips, with at most a log line, a line it cannot parse (an
+    ``=`` in the help comment, a ``str | None`` annotation): such a line is refused here.
+    """
+    import nbformat
+
+    from retrieval_lib import lazylibs
+
+    lazylibs.papermill()  # the extra's check: papermill is what executes the notebook
+    from papermill.translators import PythonTranslator
+
     try:
-        nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        nb = nbformat.read(str(notebook), as_version=4)
+    except (OSError, ValueError) as exc:  # nbformat.reader.NotJSONError is a ValueError
         raise ReportError(f"cannot read notebook {notebook}: {exc}") from None
-    cells = [
-        c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])
-    ]
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not cells:
         raise ReportError(f"{notebook} has no cell tagged 'parameters'")
-    source = (
-        "".join(cells[0]["source"]) if isinstance(cells[0]["source"], list) else cells[0]["source"]
-    )
-    lines = source.splitlines()
-    params: dict[str, NotebookParameter] = {}
-    try:
-        body = ast.parse(source).body
-    except SyntaxError as exc:
-        raise ReportError(
-            f"{notebook}: the parameters cell is not valid Python (line {exc.lineno}: {exc.msg})"
-        ) from None
-    for node in body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            name = node.target.id
-            type_name: str | None = ast.unparse(node.annotation)
-            default = ast.unparse(node.value) if node.value is not None else ""
-        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            type_name = None
-            default = ast.unparse(node.value)
-        else:
-            continue
-        line = lines[node.lineno - 1]
-        if line.count("=") > 1:
-            # papermill's own parser skips such a line, then warns that the name is unknown.
+    found = PythonTranslator.inspect(cells[0])
+    params = {
+        p.name: NotebookParameter(
+            p.name,
+            None if p.inferred_type_name == "None" else p.inferred_type_name,
+            p.default,
+            p.help,
+        )
+        for p in found
+    }
+    for number, line in enumerate(cells[0].source.splitlines(), start=1):
+        match = _ASSIGNMENT.match(line)
+        if match and match.group(1) not in params and not line.lstrip().startswith("#"):
             raise ReportError(
-                f"{notebook}: line {node.lineno} of the parameters cell has more than one '=' "
-                f"(papermill cannot parse it; keep '=' out of the help comment): {line.strip()}"
+                f"{notebook}: papermill cannot read line {number} of the parameters cell "
+                f"(keep '=' out of the help comment; write Optional[str], not str | None): "
+                f"{line.strip()}"
             )
-        help_text = line.split("#", 1)[1].strip() if "#" in line else ""
-        params[name] = NotebookParameter(name, type_name, default, help_text)
     return params
 
 
@@ -159,8 +162,9 @@ def check_parameters(
         type_name = spec[name].type_name
         if type_name is None:
             continue
-        optional = type_name.replace(" ", "").endswith("|None")
-        base = type_name.replace(" ", "").removesuffix("|None")
+        compact = type_name.replace(" ", "")
+        optional = compact.startswith("Optional[") and compact.endswith("]")
+        base = compact[len("Optional[") : -1] if optional else compact
         if value is None and optional:
             continue
         check = _TYPE_CHECKS.get(base)
