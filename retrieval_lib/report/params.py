@@ -100,7 +100,8 @@ def notebook_parameters(notebook: str | Path) -> dict[str, NotebookParameter]:
     parameters cell (``PythonTranslator.inspect``, what ``papermill.inspect_notebook``
     runs for a notebook with a python kernel; notebooks always run with kernel
     ``python3``). papermill skips, with at most a log line, a line it cannot parse (an
-    ``=`` in the help comment, a ``str | None`` annotation): such a line is refused here.
+    ``=`` in the help comment, a ``str | None`` annotation): such a line is refused here,
+    as is a cell that is not valid Python.
     """
     import nbformat
 
@@ -116,6 +117,12 @@ def notebook_parameters(notebook: str | Path) -> dict[str, NotebookParameter]:
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not cells:
         raise ReportError(f"{notebook} has no cell tagged 'parameters'")
+    try:  # papermill's parser does not check syntax: Python's compiler does
+        compile(cells[0].source, f"{notebook} (parameters cell)", "exec")
+    except SyntaxError as exc:
+        raise ReportError(
+            f"{notebook}: the parameters cell is not valid Python (line {exc.lineno}: {exc.msg})"
+        ) from None
     found = PythonTranslator.inspect(cells[0])
     params = {
         p.name: NotebookParameter(
@@ -128,11 +135,15 @@ def notebook_parameters(notebook: str | Path) -> dict[str, NotebookParameter]:
     }
     for number, line in enumerate(cells[0].source.splitlines(), start=1):
         match = _ASSIGNMENT.match(line)
-        if match and match.group(1) not in params and not line.lstrip().startswith("#"):
+        if match and match.group(1) not in params:
+            why = (
+                "it has more than one '=' (keep '=' out of the help comment)"
+                if line.count("=") > 1
+                else "write Optional[X], not X | None"
+            )
             raise ReportError(
-                f"{notebook}: papermill cannot read line {number} of the parameters cell "
-                f"(keep '=' out of the help comment; write Optional[str], not str | None): "
-                f"{line.strip()}"
+                f"{notebook}: papermill cannot read line {number} of the parameters cell; "
+                f"{why}: {line.strip()}"
             )
     return params
 

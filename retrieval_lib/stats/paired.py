@@ -541,7 +541,7 @@ def match_tasks(
 # --------------------------------------------------------------------------- tests
 
 
-#: Largest number of non-zero deltas whose Wilcoxon p-value is computed exactly (by
+#: Largest number of non-zero tied deltas whose Wilcoxon p-value is computed exactly (by
 #: enumerating all ``2**n`` sign flips: 2**20 sums of 8 bytes = 8 MiB, a few ms).
 EXACT_MAX_N = 20
 _SCIPY_EXACT_MAX_N = 50  # untied samples up to this size use scipy's exact distribution
@@ -623,7 +623,7 @@ class WilcoxonResult(NamedTuple):
     p_value : float
         Two-sided p-value; NaN when every delta is zero.
     method : str or None
-        ``"exact"`` (full sign-flip enumeration), ``"normal_approx"``, or None when not
+        ``"exact"`` (exact null distribution), ``"normal_approx"``, or None when not
         computable (every delta zero).
     """
 

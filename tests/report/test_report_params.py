@@ -61,7 +61,7 @@ def test_parameters_are_what_papermill_reads():
 )
 def test_a_line_papermill_cannot_read_is_refused(tmp_path, line):
     # papermill would drop it (a log line at most) and then refuse x as unknown
-    with pytest.raises(ReportError, match=r"papermill cannot read line 2 .*x: str"):
+    with pytest.raises(ReportError, match=r"papermill cannot read line 2 .*: x: str"):
         notebook_parameters(_notebook(tmp_path, f"seed: int = 0  # s\n{line}\n"))
 
 
