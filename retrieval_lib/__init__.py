@@ -13,6 +13,6 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 #: Version of the retrieval-event document this package writes.
-EVENTS_SCHEMA_VERSION = "1.1"
+EVENTS_SCHEMA_VERSION = "1.2"
 
 __all__ = ["__version__", "EVENTS_SCHEMA_VERSION"]

@@ -85,6 +85,10 @@ class TrialOutput:
     trace_bytes: int
     degraded_reason: str | None
     error: str | None = None
+    #: No usable trace (degraded mode): neither trajectory nor transcript could be read.
+    no_trace: bool = False
+    #: The task has no file-level ground truth (a document is still written).
+    no_ground_truth: bool = False
 
 
 @dataclass
@@ -106,8 +110,24 @@ class NormalizeReport:
         return sum(o.n_events for o in self.outputs)
 
     @property
+    def documents(self) -> int:
+        """Trials that produced a document (every trial that did not fail)."""
+        return sum(1 for o in self.outputs if not o.error)
+
+    @property
     def degraded(self) -> int:
-        return sum(1 for o in self.outputs if o.degraded_reason)
+        """Documents in degraded mode: no usable trace."""
+        return sum(1 for o in self.outputs if not o.error and o.no_trace)
+
+    @property
+    def without_ground_truth(self) -> int:
+        """Documents of tasks without file-level ground truth (counted apart from degraded)."""
+        return sum(1 for o in self.outputs if not o.error and o.no_ground_truth)
+
+    @property
+    def with_gaps(self) -> int:
+        """Documents whose coverage lists any gap (``degraded_reason`` set)."""
+        return sum(1 for o in self.outputs if not o.error and o.degraded_reason)
 
     @property
     def failed(self) -> int:
@@ -117,13 +137,24 @@ class NormalizeReport:
     def trace_bytes(self) -> int:
         return sum(o.trace_bytes for o in self.outputs)
 
+    def counts_line(self) -> str:
+        """The trial counts, e.g. ``6 trials: 6 documents (1 degraded: no trace; 1 without
+        ground truth), 0 failed``.
+
+        Degraded trials (no usable trace) and trials without file-level ground truth are
+        counted apart; a trial lacking both is counted in both.
+        """
+        return (
+            f"{self.trials} trials: {self.documents} documents ({self.degraded} degraded: "
+            f"no trace; {self.without_ground_truth} without ground truth), {self.failed} failed"
+        )
+
     def summary_line(self) -> str:
         mb = self.trace_bytes / 1e6
         rate = mb / self.seconds if self.seconds > 0 else float("nan")
         return (
-            f"normalized {self.trials} trials in {len(self.runs)} run(s): {self.events} events, "
-            f"{self.degraded} degraded, {self.failed} failed"
-            + (f", {self.removed_stale} stale document(s) removed" if self.removed_stale else "")
+            f"normalized {len(self.runs)} run(s), {self.counts_line()}; {self.events} events"
+            + (f"; {self.removed_stale} stale document(s) removed" if self.removed_stale else "")
             + f"; {mb:.1f} MB of trace in "
             f"{self.seconds:.2f} s ({rate:.1f} MB/s)"
         )
@@ -201,6 +232,8 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": totals.cache_creation_tokens,
             "total_tokens": totals.total_tokens,
             "tokens_source": totals.source,
+            "output_tokens_placeholder": totals.output_tokens_placeholder,
+            "output_tokens_note": totals.output_tokens_note,
         }
     elif result.n_input_tokens is not None or result.n_output_tokens is not None:
         # result.json's n_input_tokens already includes the cached tokens (n_cache_tokens).
@@ -212,6 +245,13 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": None,
             "total_tokens": total,
             "tokens_source": "result.json.agent_result",
+            # Harbor fills these from the trace's own per-step sums, which can be stream
+            # placeholders; without a usable trace there is nothing to check them against.
+            "output_tokens_placeholder": None,
+            "output_tokens_note": None
+            if result.n_output_tokens is None
+            else "from result.json without a usable trace: whether the count is a stream "
+            "placeholder cannot be checked",
         }
     else:
         tokens = {
@@ -221,6 +261,8 @@ def _outcome(result: TrialResult, trace: ParsedTrace | None) -> dict[str, Any]:
             "cache_creation_tokens": None,
             "total_tokens": None,
             "tokens_source": None,
+            "output_tokens_placeholder": None,
+            "output_tokens_note": None,
         }
     if totals is not None and totals.cost_usd is not None:
         cost, cost_source = totals.cost_usd, totals.source
@@ -379,6 +421,8 @@ def _normalize_one(
         n_events=len(doc["events"]),
         trace_bytes=trace_bytes,
         degraded_reason=doc["coverage"]["degraded_reason"],
+        no_trace=doc["coverage"]["trace_source"] is None,
+        no_ground_truth=not doc["coverage"]["has_ground_truth"],
     )
 
 

@@ -303,3 +303,88 @@ def test_an_unexpected_error_in_one_trial_is_recorded_and_the_run_goes_on(tmp_pa
     failed = next(o for o in report.outputs if o.error)
     assert failed.task_name == "bad" and failed.error == "RuntimeError: boom"
     assert [p.name for p in find_documents([tmp_path / "out"])] == ["ok.retrieval_events.json"]
+
+
+# The corpus (MANIFEST.tsv): 3 tasks x 2 configs = 6 trials, each with a trace (django and
+# envoy baseline: claude-code.txt, their MCP twins: trajectory.json; llamacpp baseline:
+# claude-code.txt, MCP: trajectory.json). File-level ground truth: only django
+# (tests/ground_truth.json); envoy has only ground_truth_meta.json (no files) and llamacpp
+# only task.toml/test.sh, so 2 x 2 = 4 trials have none.
+@needs_corpus
+def test_summary_counts_trials_without_ground_truth_apart_from_degraded(corpus_out):
+    _, report = corpus_out
+    assert report.counts_line() == (
+        "6 trials: 6 documents (0 degraded: no trace; 4 without ground truth), 0 failed"
+    )
+    assert report.summary_line().startswith(
+        "normalized 2 run(s), 6 trials: 6 documents (0 degraded: no trace; "
+        "4 without ground truth), 0 failed; "
+    )
+
+
+@needs_corpus
+def test_cli_summary_line_with_one_trace_removed(tmp_path):
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(CORPUS / "runs", runs)
+    trial = next(runs.rglob("django-modeladmin-impact-001__8pRTT8b"))
+    (trial / "agent" / "claude-code.txt").unlink()  # the django baseline loses its only trace
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retrieval_lib",
+            "normalize",
+            str(runs),
+            "--tasks-root",
+            str(CORPUS / "benchmarks"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("normalized"))
+    # django baseline: degraded (no trace) but it has ground truth; the 4 envoy/llamacpp
+    # trials still lack ground truth: the two counts stay apart.
+    assert line.startswith(
+        "normalized 2 run(s), 6 trials: 6 documents (1 degraded: no trace; "
+        "4 without ground truth), 0 failed; "
+    )
+
+
+@needs_corpus
+def test_placeholder_output_tokens_are_flagged_in_outcome_and_metrics_table(corpus_out):
+    from retrieval_lib.metrics.stages import evaluate_documents
+    from retrieval_lib.metrics.summary import metrics_table
+
+    out, _ = corpus_out
+    llamacpp = "llamacpp-context-window-search-001"
+    doc = _doc(out, "ccb_test_haiku_022326", "mcp-remote-direct", llamacpp)
+    outcome = doc["outcome"]
+    # 3 API messages with completion [4,4,4,4], [2,2,2,2], [1,1]: 7 distinct, 26 per step
+    # (result.json n_output_tokens 26): both are sums of stream placeholders.
+    assert outcome["output_tokens"] == 7
+    assert outcome["tokens_source"] == "trajectory.steps(deduplicated)"
+    assert outcome["output_tokens_placeholder"] is True
+    assert "says 26" in outcome["output_tokens_note"]
+    # the baseline twin's transcript has modelUsage (outputTokens 5069): not a placeholder
+    baseline = _doc(out, "ccb_test_haiku_022326", "baseline-local-direct", llamacpp)["outcome"]
+    assert (baseline["output_tokens"], baseline["output_tokens_placeholder"]) == (5069, False)
+
+    docs = [load_document(p) for p in find_documents([out])]
+    table = metrics_table(evaluate_documents(docs))
+    flags = {
+        (row.config_name, row.task_name): row.output_tokens_placeholder
+        for row in table.itertuples()
+    }
+    assert str(table["output_tokens_placeholder"].dtype) == "boolean"
+    # only the llamacpp MCP trial (old trajectory) is flagged among the 6
+    assert flags == {
+        (config, task): (config, task) == ("mcp-remote-direct", llamacpp)
+        for config in ("baseline-local-direct", "mcp-remote-direct")
+        for task in ("django-modeladmin-impact-001", "envoy-routeconfig-dep-chain-001", llamacpp)
+    }

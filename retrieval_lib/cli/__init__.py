@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "retrieval_lib.cli.impact",
     "retrieval_lib.cli.report",
     "retrieval_lib.cli.run",
+    "retrieval_lib.cli.study",
     "retrieval_lib.cli.demo",
     "retrieval_lib.cli.synth",
     "retrieval_lib.cli.kb",

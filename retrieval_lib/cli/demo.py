@@ -11,8 +11,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="run the whole job on the bundled example runs (the README's main command)",
         description=(
             "Write the bundled example runs and task definitions to DIR/example_data "
-            "(deterministic generator), then normalize, evaluate, analyse and report them "
-            "into DIR/<run_id>/."
+            "(deterministic generator), then normalize, evaluate, analyse and report them: "
+            "the study pooling both runs into DIR/study/, each run into DIR/<run_id>/."
         ),
     )
     parser.add_argument(

@@ -16,6 +16,13 @@ Arguments (``target_sources`` ``"argument"``):
 * read-only Bash commands (:mod:`retrieval_lib.traces.shell`): the files of ``cat``,
   ``sed -n``, ``head`` ..., and the file operands of ``grep``/``find``/``ls``.
 
+Files a Bash command writes through the shell (``echo x > f``, ``tee``, ``cp``/``mv``
+destinations, ``touch``, ``cat > f <<EOF``; see
+:class:`~retrieval_lib.traces.shell.ShellCommand`) go to the event's ``created_files``,
+never to its targets, and only when the call did not fail. A result line naming a file the
+same command created is dropped from the targets. The event keeps the category of its
+read-only command, or ``other``.
+
 Results (``"result"``), never from an error result:
 
 * ``Grep``: the structured result's ``filenames`` when present, else the text:
@@ -55,7 +62,7 @@ import orjson
 from retrieval_lib.io import parse_iso_time
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path, split_key
 from retrieval_lib.traces.model import ParsedTrace, ToolCall
-from retrieval_lib.traces.shell import ShellRead, looks_like_file, parse_shell_command
+from retrieval_lib.traces.shell import ShellRead, analyze_shell_command, looks_like_file
 from retrieval_lib.traces.tools import TOOL_CATEGORIES, classify_tool
 
 if TYPE_CHECKING:
@@ -145,6 +152,10 @@ class _Targets:
         self._paths = paths
         self.files: dict[str, str] = {}
         self.ranges: dict[str, list[tuple[int, int]]] = {}
+
+    def key(self, raw: str) -> str | None:
+        """The key of a raw path, without adding it."""
+        return self._paths.key(raw)
 
     def add(self, raw: Any, source: str, repo: Any = None) -> str | None:
         if not isinstance(raw, str) or not raw:
@@ -484,11 +495,20 @@ def _is_under(path: str, start: str) -> bool:
     return path == start or path.startswith(start + "/")
 
 
-def _bash_targets(call: ToolCall, reads: list[ShellRead], targets: _Targets) -> list[str]:
+def _bash_targets(
+    call: ToolCall,
+    reads: list[ShellRead],
+    targets: _Targets,
+    skip: Sequence[Collection[str]] = (),
+) -> list[str]:
+    """Targets and symbols of a Bash call's reads; ``skip[i]``: keys read ``i`` must drop."""
     symbols: list[str] = []
-    for read in reads:
+    for index, read in enumerate(reads):
+        dropped = skip[index] if index < len(skip) else ()
         for raw in read.paths:
             if read.category == "file_read" or looks_like_file(raw):
+                if dropped and targets.key(raw) in dropped:
+                    continue
                 key = targets.add(raw, "argument")
                 if read.line_range is not None:
                     targets.add_range(key, *read.line_range)
@@ -579,6 +599,7 @@ def _event(
     category: str = info.category
     targets = _Targets(paths)
     symbols: list[str] = []
+    created: list[str] = []
     if not isinstance(call.arguments, dict):
         call = replace(call, arguments={})  # a malformed trace entry: no arguments to use
     args = call.arguments
@@ -601,10 +622,28 @@ def _event(
         targets.add(args.get("file_path") or args.get("notebook_path"), "argument")
     elif info.base_name == "Bash":
         command = args.get("command")
-        reads = parse_shell_command(command) if isinstance(command, str) else []
-        if reads:
-            category = reads[0].category
-            symbols = _bash_targets(call, reads, targets)
+        if isinstance(command, str):
+            shell = analyze_shell_command(command)
+            made = (
+                [paths.key(raw) for raw in shell.created]
+                if shell.created and call.is_error is not True  # a failed call created nothing
+                else []
+            )
+            if shell.reads:
+                category = shell.reads[0].category
+                # a file the line created before a read is not read from the repository
+                # (the parser compares spellings; this compares keys: /workspace/n.md = n.md)
+                skip = [
+                    {k for k in made[:before] if k is not None} for before in shell.created_before
+                ]
+                symbols = _bash_targets(call, shell.reads, targets, skip)
+            if made:
+                created = list(dict.fromkeys(k for k in made if k is not None))
+                for key in created:
+                    # the command made it: an output line naming it is not a retrieval
+                    if targets.files.get(key) == "result":
+                        del targets.files[key]
+                        targets.ranges.pop(key, None)
 
     target_files = list(targets.files)
     matched = [t for t in target_files if t in gt_set]
@@ -636,6 +675,7 @@ def _event(
         "is_error": call.is_error,
         "elapsed_seconds": elapsed,
         "cumulative_tokens": call.cumulative_tokens,
+        "created_files": created,
     }
 
 

@@ -1,7 +1,7 @@
 """The retrieval-event document: schema, validation, atomic writing and loading.
 
 A document describes one trial (task x config) as seed 001 specifies, in
-``schema_version`` "1.1" (1.0 plus optional fields; see ``docs/contracts.md``).
+``schema_version`` "1.2" (1.0 plus optional fields; see ``docs/contracts.md``).
 Loading accepts any ``1.x`` document and rejects other major versions with
 :class:`~retrieval_lib.errors.UnsupportedSchemaVersion`.
 
@@ -11,7 +11,7 @@ Examples
 >>> doc = minimal_document(run_id="r", task_name="t", config_name="baseline")
 >>> validate_document(doc)  # no exception: valid
 >>> doc["schema_version"]
-'1.1'
+'1.2'
 """
 
 from __future__ import annotations

@@ -25,12 +25,16 @@ Policies (the choices the seed leaves open)
   everywhere (a failed ``Read`` of a file that does not exist yet is not evidence, and a
   refused ``Write`` neither creates nor edits a file).
 * **Agent-created files**: a file whose first appearance (over all non-failed events) is a
-  ``file_write`` event of the ``Write`` tool was created by the agent (its own
+  ``file_write`` event of the ``Write`` tool, or the ``created_files`` of a Bash event
+  (``echo x > notes.md``, ``tee``, a ``cp``/``mv`` destination, ``touch``, a
+  here-document; events schema 1.2), was created by the agent (its own
   ``submission.json``, a new test file). It is dropped from the surfaced and read rankings
-  even when read later, and listed in ``funnel.agent_created_files``.
+  even when read later (``cat notes.md``), and listed in ``funnel.agent_created_files``.
+  Within one event the targets come before the created files, so a file read and then
+  overwritten by the shell was retrieved.
 * **Read ranking**: first-seen order of ``file_read`` targets, agent-created files dropped.
 * **Edited** (repository edits): every file that is a target of a successful
-  ``file_write`` event, except agent-created files that are neither ground truth nor
+  ``file_write`` event or in the ``created_files`` of a successful Bash event, except agent-created files that are neither ground truth nor
   expected edit files. An answer file such as ``submission.json`` is an artefact of the
   task, not an edit of the repository: counting it would give every answer-file task a
   ``wrong_evidence_used`` entry and a write probe of 0.0 where "no repository writes"
@@ -194,9 +198,10 @@ class TraceView:
     read_files
         Unique ``file_read`` targets in first-seen order (agent-created dropped).
     written_files
-        Unique targets of successful ``file_write`` events in first-seen order.
+        Unique targets of successful ``file_write`` events and ``created_files`` of
+        successful events, in first-seen order.
     agent_created_files
-        Files whose first appearance is a ``Write`` (sorted).
+        Files whose first appearance is a ``Write`` or a shell creation (sorted).
     first_relevant_event
         The first retrieval event reaching a ground-truth file, with that file, or ``None``.
     first_read_step, first_write_step
@@ -238,7 +243,9 @@ class TraceView:
         events = sorted(doc.get("events") or (), key=lambda ev: ev["step_index"])
         ground_truth = set(doc.get("ground_truth", {}).get("files") or ())
 
-        # a file is agent-created when its first (non-failed) appearance is a Write
+        # a file is agent-created when its first (non-failed) appearance is a Write or a
+        # shell command that wrote it (``created_files``); within one event the targets
+        # come first (``cat f; echo x > f`` read f before overwriting it)
         first_touch: dict[str, bool] = {}
         for ev in events:
             if _failed(ev):
@@ -246,6 +253,8 @@ class TraceView:
             creates = ev["tool_category"] == "file_write" and ev["tool_name"] in AGENT_CREATE_TOOLS
             for target in ev["target_files"]:
                 first_touch.setdefault(target, creates)
+            for target in ev.get("created_files") or ():
+                first_touch.setdefault(target, True)
         created = {f for f, creates in first_touch.items() if creates}
 
         ranked: dict[str, None] = {}
@@ -261,6 +270,9 @@ class TraceView:
             targets = ev["target_files"]
             if _failed(ev):
                 continue
+            for target in ev.get("created_files") or ():
+                written.setdefault(target, None)
+                first_write.setdefault(target, ev["step_index"])
             if category == "file_write":
                 for target in targets:
                     written.setdefault(target, None)

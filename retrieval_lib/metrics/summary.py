@@ -93,8 +93,17 @@ OUTCOME_COLUMNS: tuple[str, ...] = (
     "tokens_source",
     "cost_source",
     "started_at",
+    # True when the document's output_tokens is a sum of stream placeholders (contracts §1)
+    "output_tokens_placeholder",
 )
-_BOOLEAN_COLUMNS = ("is_latest_trial", "computable", "passed", "errored", "timed_out")
+_BOOLEAN_COLUMNS = (
+    "is_latest_trial",
+    "computable",
+    "passed",
+    "errored",
+    "timed_out",
+    "output_tokens_placeholder",
+)
 _FUNNEL_COLUMNS = (
     "funnel.surfaced_files",
     "funnel.surfaced_gt_hits",

@@ -376,7 +376,9 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
     if rows.empty:
         return None
     pairs = list(dict.fromkeys(zip(rows["baseline"], rows["treatment"], strict=True)))
-    fig, axes = _figure(0.45 * len(metrics) + 1.8, ncols=len(pairs), squeeze=False)
+    # as tall as the most rows one pair draws (metrics without a test are not drawn)
+    n_rows = int(rows.groupby(["baseline", "treatment"])["metric"].nunique().max())
+    fig, axes = _figure(0.45 * n_rows + 1.8, ncols=len(pairs), squeeze=False)
     for ax, (base, treat) in zip(axes[0], pairs, strict=True):
         sub = rows[(rows["baseline"] == base) & (rows["treatment"] == treat)]
         sub = sub.set_index("metric").reindex([m for m in metrics if m in set(sub["metric"])])

@@ -215,6 +215,7 @@ def analyze_impact(
     combine: str = "mean",
     metrics: str | Sequence[str] = "key",
     exclude_flagged: bool = False,
+    correlate: bool = True,
 ) -> ImpactResult:
     """Correlate metrics with outcomes and compare paired configs on matched tasks.
 
@@ -242,6 +243,9 @@ def analyze_impact(
     exclude_flagged : bool
         Leave errored and timed-out trials out of the correlations (default: keep them,
         counted in each row's ``n_flagged``).
+    correlate : bool
+        Compute the correlations (``False``: an empty ``correlations`` table, for callers
+        that correlate a wider table themselves, such as a study).
 
     Returns
     -------
@@ -268,7 +272,11 @@ def analyze_impact(
     metric_list = resolve_metrics(df, metrics)
     outcome_list = [c for c in OUTCOME_COLUMNS if c in df.columns]
     pairs = pair_configs(df["config_name"].dropna().astype(str), baseline, treatment)
-    correlations = correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+    correlations = (
+        correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+        if correlate
+        else pd.DataFrame(columns=analyze_impact_columns()["correlations"])
+    )
 
     pair_rows, comparisons, mcnemars, per_tasks, unmatched = [], [], [], [], []
     for b_name, t_name in pairs:

@@ -46,6 +46,7 @@ __all__ = [
     "TIERS",
     "fit_lines",
     "flag_table",
+    "largest_deltas",
     "leaderboard",
     "matched_overview",
     "pairing_trials",
@@ -148,32 +149,24 @@ def flag_table(trials: pd.DataFrame) -> pd.DataFrame:
     >>> flag_table(t)["flag"].tolist()
     ['no_trace', 'no_ground_truth']
     """
+    has_gt = trials["has_ground_truth"].fillna(False).astype(bool)
     tests = {
         "no_trace": trials["trace_source"].isna(),
         "truncated_trace": trials["transcript_truncated"].fillna(False).astype(bool),
-        "no_ground_truth": ~trials["has_ground_truth"].fillna(False).astype(bool),
+        "no_ground_truth": ~has_gt,
         "low_confidence_ground_truth": trials["ground_truth_confidence"].astype(object).eq("low")
-        & trials["has_ground_truth"].fillna(False).astype(bool),
+        & has_gt,
         "placeholder_tokens": trials["output_tokens_placeholder"].fillna(False).astype(bool),
     }
-    rows = []
-    for i in range(len(trials)):
-        row = trials.iloc[i]
-        for flag, mask in tests.items():
-            if bool(mask.iloc[i]):
-                rows.append(
-                    {
-                        "trial_id": row["trial_id"],
-                        "run_id": row["run_id"],
-                        "config_family": row["config_family"],
-                        "task_name": row["task_name"],
-                        "flag": flag,
-                        "rule": FLAG_RULES[flag],
-                    }
-                )
-    return pd.DataFrame(
-        rows, columns=["trial_id", "run_id", "config_family", "task_name", "flag", "rule"]
-    )
+    identity = ["trial_id", "run_id", "config_family", "task_name"]
+    parts = [
+        trials.loc[mask.to_numpy(), identity].assign(
+            flag=flag, rule=FLAG_RULES[flag], _row=np.flatnonzero(mask.to_numpy()), _order=i
+        )
+        for i, (flag, mask) in enumerate(tests.items())
+    ]
+    table = pd.concat(parts, ignore_index=True).sort_values(["_row", "_order"], kind="mergesort")
+    return table.drop(columns=["_row", "_order"]).reset_index(drop=True)
 
 
 def with_flags(trials: pd.DataFrame) -> pd.DataFrame:
@@ -440,11 +433,11 @@ def matched_overview(
     rows = []
     for (base, treat), sub in comparisons.groupby(["baseline", "treatment"], sort=True):
         tasks = per_task[(per_task["baseline"] == base) & (per_task["treatment"] == treat)]
-        by_metric = sub.set_index("metric")
+        by_metric: dict[Any, dict[Any, Any]] = {r["metric"]: r for r in sub.to_dict("records")}
         for metric in metrics:
-            if metric not in by_metric.index:
+            if metric not in by_metric:
                 continue
-            row = by_metric.loc[metric]
+            row = by_metric[metric]
             deltas = (
                 _numbers(tasks[f"delta:{metric}"])
                 if f"delta:{metric}" in tasks.columns
@@ -477,18 +470,11 @@ def matched_overview(
     return pd.DataFrame(rows, columns=columns)
 
 
-def _version_fits(values: pd.Series, version: Any) -> pd.Series:
-    """Trials whose harness version is ``version``, or unknown on either side."""
-    if version is None or (isinstance(version, float) and math.isnan(version)):
-        return pd.Series(True, index=values.index)
-    return values.isna() | (values.astype(object) == version)
-
-
 def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame:
     """Every trial behind every matched task, one row per trial.
 
     Columns: ``baseline, treatment, task_name, model, harness_version, side, run_id,
-    config_name, trial_id, reward, passed, combined`` (``combined``: the trial had a valid
+    config_name, trial_id, trial_name, reward, passed, combined`` (``combined``: the trial had a valid
     reward, so it entered the task's mean), sorted by pair, task, side, run and trial.
     """
     columns = [
@@ -501,47 +487,51 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
         "run_id",
         "config_name",
         "trial_id",
+        "trial_name",
         "reward",
         "passed",
         "combined",
     ]
     if per_task.empty:
         return pd.DataFrame(columns=columns)
-    rows = []
-    model = trials["model"].astype(object)
-    for task in per_task.itertuples(index=False):
-        for side, family in (("baseline", task.baseline), ("treatment", task.treatment)):
-            mask = (
-                (trials["config_family"] == family)
-                & (trials["task_name"] == task.task_name)
-                & ((model == task.model) | (model.isna() & pd.isna(task.model)))
-                & _version_fits(trials["harness_version"], task.harness_version)
-            )
-            for trial in trials[mask].itertuples(index=False):
-                reward = pd.to_numeric(pd.Series([trial.reward]), errors="coerce").iloc[0]
-                rows.append(
-                    {
-                        "baseline": task.baseline,
-                        "treatment": task.treatment,
-                        "task_name": task.task_name,
-                        "model": task.model,
-                        "harness_version": task.harness_version,
-                        "side": side,
-                        "run_id": trial.run_id,
-                        "config_name": trial.config_name,
-                        "trial_id": trial.trial_id,
-                        "reward": reward,
-                        "passed": trial.passed,
-                        "combined": bool(np.isfinite(reward)),
-                    }
-                )
-    out = pd.DataFrame(rows, columns=columns)
+    keys = per_task[["baseline", "treatment", "task_name", "model", "harness_version"]]
+    sides = pd.concat(
+        [keys.assign(side=side, config_family=keys[side]) for side in ("baseline", "treatment")],
+        ignore_index=True,
+    )
+    candidates = trials[
+        [
+            "config_family",
+            "task_name",
+            "model",
+            "harness_version",
+            "run_id",
+            "config_name",
+            "trial_id",
+            "trial_name",
+            "reward",
+            "passed",
+        ]
+    ]
+    merged = sides.merge(
+        candidates, on=["config_family", "task_name"], how="inner", suffixes=("", "_trial")
+    )
+    model, trial_model = merged["model"].astype(object), merged["model_trial"].astype(object)
+    version = merged["harness_version"].astype(object)
+    trial_version = merged["harness_version_trial"].astype(object)
+    same_model = (model == trial_model) | (model.isna() & trial_model.isna())
+    # unknown versions never count as a difference (see stats.paired.match_tasks)
+    fits = version.isna() | trial_version.isna() | (version == trial_version)
+    out = merged[same_model & fits].copy()
+    out["reward"] = pd.to_numeric(out["reward"], errors="coerce").astype(float)
+    out["combined"] = np.isfinite(out["reward"].to_numpy())
     order = {"baseline": 0, "treatment": 1}
-    return out.sort_values(
-        ["baseline", "treatment", "task_name", "side", "run_id", "trial_id"],
+    out = out.sort_values(
+        ["baseline", "treatment", "task_name", "model", "side", "run_id", "trial_id"],
         key=lambda s: s.map(order) if s.name == "side" else s,
         kind="mergesort",
-    ).reset_index(drop=True)
+    )
+    return out[columns].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- correlations
@@ -615,11 +605,32 @@ def timeline_tasks(
     return ranked.head(top).drop(columns="_abs").reset_index(drop=True)
 
 
+def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
+    """The ``top`` rows of a per-task delta table with the largest absolute ``delta``
+    (ties: task name), in their original order; missing deltas come last.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"task_name": list("abcd"), "delta": [0.1, -0.9, None, 0.5]})
+    >>> largest_deltas(d, top=2)["task_name"].tolist()
+    ['b', 'd']
+    """
+    if len(deltas) <= top:
+        return deltas
+    size = pd.to_numeric(deltas["delta"], errors="coerce").abs().fillna(-1.0)
+    ranked = deltas.assign(_size=size).sort_values(
+        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
+    )
+    keep = ranked.head(top).index
+    return deltas.loc[deltas.index.isin(keep)]
+
+
 def representative_trial(trials: pd.DataFrame) -> str | None:
     """The trial a timeline shows for one side: the latest by start time, then trial id."""
     if trials.empty:
         return None
-    started = pd.to_datetime(trials.get("started_at"), errors="coerce", utc=True)
+    column = trials["started_at"] if "started_at" in trials else pd.Series(None, index=trials.index)
+    started = pd.to_datetime(column, errors="coerce", utc=True)
     order = trials.assign(_started=started).sort_values(
         ["_started", "trial_id"], na_position="first", kind="mergesort"
     )
@@ -647,21 +658,22 @@ def timeline_frame(events: pd.DataFrame, trial_id: str) -> pd.DataFrame:
     sub = events[events["trial_id"] == trial_id].sort_values("step_index", kind="mergesort")
     rows = []
     first_done = False
-    for ev in sub.itertuples(index=False):
-        matched = set(ev.matched_ground_truth_files)
-        first = bool(ev.first_found_ground_truth_files) and not first_done
+    records: list[dict[Any, Any]] = sub.to_dict("records")
+    for ev in records:
+        matched = set(ev["matched_ground_truth_files"])
+        first = bool(ev["first_found_ground_truth_files"]) and not first_done
         if first:
             first_done = True
-        targets = list(ev.target_files) or [None]
+        targets = list(ev["target_files"]) or [None]
         for target in targets:
             rows.append(
                 {
-                    "step_index": int(ev.step_index),
-                    "elapsed_seconds": ev.elapsed_seconds,
-                    "tool": ev.tool,
-                    "tool_category": ev.tool_category,
-                    "is_mcp": bool(ev.is_mcp),
-                    "is_error": bool(ev.is_error),
+                    "step_index": int(ev["step_index"]),
+                    "elapsed_seconds": ev["elapsed_seconds"],
+                    "tool": ev["tool"],
+                    "tool_category": ev["tool_category"],
+                    "is_mcp": bool(ev["is_mcp"]),
+                    "is_error": bool(ev["is_error"]),
                     "file": target,
                     "is_ground_truth": target in matched,
                     "first_hit": first and target in matched,

@@ -171,7 +171,12 @@ class Study:
         return pair_families(self.analysed["config_family"].astype(str), o.baseline, o.treatment)
 
     def impact(self) -> ImpactResult:
-        """Correlations over all trials and matched comparisons of each family pair."""
+        """Correlations over all trials and matched comparisons of each family pair
+        (computed once per study and options)."""
+        return self._impact_result
+
+    @functools.cached_property
+    def _impact_result(self) -> ImpactResult:
         return _impact(self)
 
     @property
@@ -262,6 +267,7 @@ def _impact(study: Study) -> ImpactResult:
             min_pairs=o.min_pairs,
             combine=o.combine,
             metrics=metrics,
+            correlate=False,
         )
         for base, treat in pairs
     ]
@@ -320,7 +326,7 @@ def load_evaluated(
     """
     from retrieval_lib.metrics.summary import find_events_roots
 
-    roots = find_events_roots(events_dirs)
+    roots = find_events_roots([Path(p) for p in events_dirs])
     tables = read_evaluated(roots, config_map)
     return Study(
         trials=analysis.with_flags(tables.trials),

@@ -14,6 +14,7 @@ evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,6 +80,7 @@ DOCUMENT_COLUMNS: tuple[str, ...] = (
     "ground_truth_source",
     "ground_truth_confidence",
     "n_ground_truth_files",
+    "ground_truth_files",
     "output_tokens_placeholder",
     "harness_version_source",
 )
@@ -123,6 +125,18 @@ def _task_stats(tasks_root: Path) -> Iterable[tuple[str, int, int]]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """A hash of the package's own code and schemas: outputs of other code are not reused."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(package).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def input_fingerprint(
     run_dir: str | Path, tasks_root: str | Path | None, k: Sequence[int] = DEFAULT_K
 ) -> str:
@@ -131,7 +145,7 @@ def input_fingerprint(
     Every file of the run folder (its own ``retrieval_events/`` left out) by relative
     path, size and modification time; the ground-truth files of the task definitions
     (``task.toml``, ``instruction.md``, ``tests/``, ``solution/`` of each task); the
-    tasks root's path; the library version and the cut-offs ``k``.
+    tasks root's path; the library version, a hash of its code, and the cut-offs ``k``.
 
     Examples
     --------
@@ -144,7 +158,9 @@ def input_fingerprint(
     False
     """
     digest = hashlib.sha256()
-    digest.update(f"retrieval_lib {__version__}; k={list(normalize_k(k))}\n".encode())
+    digest.update(
+        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
+    )
     for rel, size, mtime in _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME):
         digest.update(f"run {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
     if tasks_root is not None:
@@ -232,7 +248,7 @@ def prepare_runs(
     InputError
         A path does not exist, or holds neither runs nor evaluated outputs.
     """
-    from retrieval_lib.metrics.summary import evaluate_run, find_events_roots
+    from retrieval_lib.metrics.summary import find_events_roots
     from retrieval_lib.normalize import normalize_paths
     from retrieval_lib.runs import discover_runs
 
@@ -264,7 +280,7 @@ def prepare_runs(
     stale: list[tuple[Path, Path, str]] = []
     for run in sorted(raw_runs):
         events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
-        fingerprint = input_fingerprint(run, tasks_root, k)
+        fingerprint = input_fingerprint(run, _path(tasks_root), k)
         if _is_evaluated(events_dir) and _read_fingerprint(events_dir) == fingerprint:
             prepared.reused.append(run.name)
             prepared.events_dirs.append(events_dir)
@@ -276,24 +292,17 @@ def prepare_runs(
         from retrieval_lib.io import atomic_write_json
 
         report = normalize_paths(
-            [run for run, _, _ in stale], tasks_root, out=out_root, workers=workers
+            [run for run, _, _ in stale], _path(tasks_root), out=out_root, workers=workers
         )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
-        for run, events_dir, fingerprint in stale:
-            if not events_dir.is_dir():
-                prepared.evaluate_failures.append((run.name, "no document was written"))
+        outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers)
+        for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
+            if isinstance(outcome, str):
+                prepared.evaluate_failures.append((run.name, outcome))
+                say(f"evaluate {run.name} failed: {outcome}")
                 continue
-            try:
-                evaluated = evaluate_run(events_dir, k=k)
-            except RetrievalLibError as exc:
-                prepared.evaluate_failures.append((run.name, str(exc)))
-                say(f"evaluate {run.name} failed: {exc}")
-                continue
-            say(
-                f"evaluated {run.name}: {evaluated.documents} documents, "
-                f"{evaluated.computable} computable"
-            )
+            say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
             failed = [
                 {"trial": os.path.relpath(o.trial_dir, run), "error": o.error}
                 for o in report.outputs
@@ -314,6 +323,35 @@ def prepare_runs(
     if not prepared.events_dirs:
         raise InputError("no evaluated run to study under " + ", ".join(map(str, paths)))
     return prepared
+
+
+def _evaluate_one(events_dir: Path, k: Sequence[int]) -> tuple[int, int] | str:
+    """Evaluate one run; ``(documents, computable)`` or the reason it failed (picklable)."""
+    from retrieval_lib.metrics.summary import evaluate_run
+
+    if not events_dir.is_dir():
+        return "no document was written"
+    try:
+        result = evaluate_run(events_dir, k=k)
+    except RetrievalLibError as exc:
+        return str(exc)
+    return result.documents, result.computable
+
+
+def _evaluate_all(
+    events_dirs: Sequence[Path], k: Sequence[int], workers: int
+) -> list[tuple[int, int] | str]:
+    """Evaluate runs, one per worker process when there are several of each."""
+    if workers > 1 and len(events_dirs) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(events_dirs))) as pool:
+            return list(pool.map(_evaluate_one, events_dirs, [tuple(k)] * len(events_dirs)))
+    return [_evaluate_one(d, k) for d in events_dirs]
+
+
+def _path(value: str | os.PathLike[str] | None) -> Path | None:
+    return None if value is None else Path(value)
 
 
 def _text(value: Any) -> str | None:
@@ -435,6 +473,7 @@ def _document_values(doc: Mapping[str, Any]) -> dict[str, Any]:
         "ground_truth_source": gt.get("source"),
         "ground_truth_confidence": gt.get("confidence"),
         "n_ground_truth_files": len(gt.get("files") or []),
+        "ground_truth_files": tuple(gt.get("files") or ()),
         "output_tokens_placeholder": bool(outcome.get("output_tokens_placeholder") or False),
         "harness_version_source": prov.get("harness_version_source"),
     }
@@ -509,10 +548,12 @@ def read_evaluated(
             )
             event_data.extend(event_rows(doc, trial_id, family))
         extra = pd.DataFrame(details, index=table.index)
+        # a column the metrics table already carries is taken from the table
+        extra = extra.drop(columns=[c for c in extra.columns if c in table.columns])
         merged = pd.concat([extra, table], axis=1)
         frames.append(merged[merged["_ok"]].drop(columns="_ok"))
         for _, invalid in _invalid_documents(events_dir).iterrows():
-            exclusions.append(invalid.to_dict())
+            exclusions.append({str(k): v for k, v in invalid.items()})
     trials = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
     if trials.empty:
         raise InputError("the study has no readable trial")

@@ -248,6 +248,9 @@ class _TrajectoryParser:
         call_message: list[int | None] = []  # message position of each call
         message_tokens: list[list[int]] = []  # [prompt, cache creation, completion, cached]
         message_costs: list[float | None] = []
+        # [steps, completion figures differ] per message: a message whose steps all repeat
+        # one completion figure never received its final count (a stream placeholder)
+        message_shape: list[list[int]] = []
         naive = [0, 0]  # per-step sums of prompt and completion tokens
         results: dict[str, Any] = {}
         call_ids: set[str] = set()
@@ -287,8 +290,13 @@ class _TrajectoryParser:
                     message_by_signature[signature] = current_message
                     message_tokens.append([prompt, creation, completion, cached])
                     message_costs.append(cost)
+                    message_shape.append([1, 0, completion])
                 else:
                     tokens = message_tokens[current_message]
+                    shape = message_shape[current_message]
+                    shape[0] += 1
+                    if completion != shape[2]:
+                        shape[1] = 1
                     tokens[2] = max(tokens[2], completion)
                     known = message_costs[current_message]
                     if cost is not None:
@@ -356,7 +364,9 @@ class _TrajectoryParser:
 
         # A subagent's own totals are not reported: the caller only splices its calls.
         totals = (
-            self._totals(document.get("final_metrics"), message_tokens, message_costs, naive)
+            self._totals(
+                document.get("final_metrics"), message_tokens, message_costs, naive, message_shape
+            )
             if self.depth == 0
             else SessionTotals()
         )
@@ -593,8 +603,14 @@ class _TrajectoryParser:
         message_tokens: list[list[int]],
         message_costs: list[float | None],
         naive: list[int],
+        message_shape: list[list[int]] | None = None,
     ) -> SessionTotals:
-        """Session totals from ``final_metrics``, unless it double-counts repeated usage."""
+        """Session totals from ``final_metrics``, unless it double-counts repeated usage.
+
+        When the totals are the per-message sums, ``output_tokens_placeholder`` tells
+        whether their completion counts are stream placeholders (see
+        :func:`_placeholder_verdict`).
+        """
         distinct: SessionTotals | None = None
         if message_tokens:
             prompt, creation, completion, cached = (
@@ -610,6 +626,14 @@ class _TrajectoryParser:
                 # A cost is only a total when every message reports one.
                 cost_usd=sum(known_costs) if len(known_costs) == len(message_costs) else None,
                 source="trajectory.steps(deduplicated)",
+            )
+            stated = (
+                _as_int(final_metrics.get("total_completion_tokens"))
+                if isinstance(final_metrics, dict)
+                else None
+            )
+            distinct.output_tokens_placeholder, distinct.output_tokens_note = _placeholder_verdict(
+                message_shape or [], completion, stated, naive[1]
             )
         if not isinstance(final_metrics, dict):
             if distinct is not None:
@@ -641,4 +665,45 @@ class _TrajectoryParser:
             total_tokens=sum(parts) if parts else None,
             cost_usd=_as_float(final_metrics.get("total_cost_usd")),
             source="trajectory.final_metrics",
+            output_tokens_placeholder=None if completion_total is None else False,
         )
+
+
+def _placeholder_verdict(
+    message_shape: list[list[int]], completion: int, stated: int | None, per_step: int
+) -> tuple[bool, str | None]:
+    """Whether a per-message completion sum is made of stream placeholders, and why.
+
+    Claude Code writes one API message as several steps; only the last carries the final
+    completion count, the others a stream placeholder. A message with two or more steps
+    that all repeat one figure never received its final count. When no message shows a
+    final count and at least one shows only a placeholder, the sum is a placeholder: the
+    true output count is unknown (e.g. the llamacpp MCP trial: messages [4,4,4,4],
+    [2,2,2,2], [1,1] give 7; its ``total_completion_tokens`` 26 is the per-step sum of the
+    same placeholders, 4*4 + 2*4 + 1*2). Single-step messages prove nothing either way.
+    """
+    n_messages = len(message_shape)
+    final = sum(1 for steps, varied, _ in message_shape if varied)
+    only_placeholder = sum(1 for steps, varied, _ in message_shape if steps > 1 and not varied)
+    stated_text = ""
+    if stated is not None and stated != completion:
+        kind = (
+            " (the per-step sum, which counts a message once per step)"
+            if stated == per_step
+            else ""
+        )
+        stated_text = f"; final_metrics.total_completion_tokens says {stated}{kind}"
+    if only_placeholder and not final:
+        return True, (
+            f"per-message completion_tokens are stream placeholders: none of the "
+            f"{n_messages} API message(s) carries a final count ({only_placeholder} repeat "
+            f"one figure on every step); output_tokens {completion} is their sum, the true "
+            f"output count is unknown{stated_text}"
+        )
+    if only_placeholder:
+        return False, (
+            f"{only_placeholder} of {n_messages} API message(s) carry only a stream "
+            f"placeholder completion count: output_tokens {completion} undercounts them"
+            f"{stated_text}"
+        )
+    return False, (stated_text[2:] if stated_text else None)

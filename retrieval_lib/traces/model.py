@@ -78,6 +78,12 @@ class SessionTotals:
     #: Where the figures came from, e.g. ``"transcript.result.modelUsage"``,
     #: ``"trajectory.final_metrics"``, ``"transcript.messages(deduplicated)"``.
     source: str | None = None
+    #: ``True`` when ``output_tokens`` is built from per-message stream placeholders (the
+    #: true output count is unknown), ``False`` when it comes from a session total or from
+    #: per-message counts that carry final figures, ``None`` when there is no count.
+    output_tokens_placeholder: bool | None = None
+    #: Why: which figures are placeholders and what the trace's other totals say.
+    output_tokens_note: str | None = None
 
 
 @dataclass

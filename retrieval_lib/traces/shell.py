@@ -17,8 +17,13 @@ Rules, chosen to never invent a path:
   ``/dev/null``) writes, so it is not a read. Writers (``sed -i``, ``tee``, ``rm``,
   ``python``, ``find -delete`` ...) are never reads.
 * Operands with globs, ``~``, ``$`` or command substitution are not paths we can know.
-* A here-document, an unbalanced quote or any other input the tokenizer cannot follow
-  yields ``[]``; the function never raises.
+* A here-document's body is text, not commands: it is skipped up to its delimiter line.
+* An unbalanced quote or any other input the tokenizer cannot follow yields ``[]``; the
+  function never raises.
+
+:func:`analyze_shell_command` also lists the files the command line creates through the
+shell (redirections, ``tee``, ``cp``/``mv`` destinations, ``touch``, here-documents; see
+:class:`ShellCommand`), and drops reads of files an earlier command of the line created.
 
 The tokenizer is our own (a few dozen lines) rather than :mod:`shlex`: shlex returns a
 quoted ``';'`` and the operator ``;`` as the same token, which would split
@@ -108,6 +113,7 @@ def _tokenize(text: str) -> list[tuple[int, str, bool]]:
     """
     tokens: list[tuple[int, str, bool]] = []
     buf: list[str] = []
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) awaiting a body
     in_word = False
     quoted = False
     i = 0
@@ -202,16 +208,65 @@ def _tokenize(text: str) -> list[tuple[int, str, bool]]:
                 in_word = False
             flush()
             op = _read_operator(text, i)
-            if op in ("<<", "<<-", "<<<"):
-                raise _Unparseable("here-document")
             tokens.append((_OP, op, False))
             i += len(op)
+            if op in ("<<", "<<-"):
+                # the delimiter word follows; the body starts after the end of this line
+                i, delimiter = _heredoc_delimiter(text, i)
+                tokens.append((_WORD, delimiter, True))  # the redirect's operand
+                heredocs.append((delimiter, op == "<<-"))
+            elif op == "\n" and heredocs:
+                i = _skip_heredoc_bodies(text, i, heredocs)
+                heredocs.clear()
         else:
             buf.append(ch)
             in_word = True
             i += 1
     flush()
     return tokens
+
+
+def _heredoc_delimiter(text: str, i: int) -> tuple[int, str]:
+    """Read the delimiter word after ``<<``; returns the index after it and the word.
+
+    Quotes and backslashes only say that the body is not expanded: ``'EOF'``, ``"EOF"``
+    and ``\\EOF`` all end at a line ``EOF``.
+    """
+    n = len(text)
+    while i < n and text[i] in " \t":
+        i += 1
+    start = i
+    while i < n and text[i] not in " \t\r" and text[i] not in _OPERATOR_CHARS:
+        if text[i] in "'\"":
+            end = text.find(text[i], i + 1)
+            if end < 0:
+                raise _Unparseable("unbalanced quote in a here-document delimiter")
+            i = end + 1
+        else:
+            i += 1
+    delimiter = "".join(c for c in text[start:i] if c not in "'\"\\")
+    if not delimiter:
+        raise _Unparseable("here-document without delimiter")
+    return i, delimiter
+
+
+def _skip_heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    """Skip the bodies of the pending here-documents, which start at ``text[i]``.
+
+    Each body ends at a line equal to its delimiter (leading tabs removed for ``<<-``); a
+    body without one runs to the end of the text, as bash reads it.
+    """
+    n = len(text)
+    for delimiter, strip_tabs in heredocs:
+        while i < n:
+            end = text.find("\n", i)
+            line = text[i:] if end < 0 else text[i:end]
+            i = n if end < 0 else end + 1
+            if strip_tabs:
+                line = line.lstrip("\t")
+            if line.rstrip("\r") == delimiter:
+                break
+    return i
 
 
 _OPERATORS_BY_LENGTH: Final = (
@@ -239,6 +294,8 @@ class _Simple:
     words: list[str]
     quoted: list[bool]
     writes_file: bool = False
+    #: ``(word, quoted)`` of every output redirection to a file (not a device).
+    redirect_targets: list[tuple[str, bool]] = field(default_factory=list)
 
 
 def _split(tokens: list[tuple[int, str, bool]]) -> list[list[_Simple]]:
@@ -259,8 +316,10 @@ def _split(tokens: list[tuple[int, str, bool]]) -> list[list[_Simple]]:
             if pending_redirect is not None:
                 if pending_redirect in _OUTPUT_REDIRECTS and value not in _NULL_SINKS:
                     current.writes_file = True
+                    current.redirect_targets.append((value, quoted))
                 elif pending_redirect == ">&" and not value.isdigit() and value != "-":
                     current.writes_file = True  # ">& file" is "&> file"
+                    current.redirect_targets.append((value, quoted))
                 pending_redirect = None
                 continue
             if not current.words and not quoted and value in _GROUP_WORDS:
@@ -823,7 +882,9 @@ _READER_WORD_RE: Final = re.compile(
 
 # Stages after a path-listing command that keep its lines intact.
 _LINE_FILTERS: Final = frozenset({"head", "tail", "sort", "uniq", "grep", "egrep", "fgrep", "cat"})
-_NO_OUTPUT: Final = frozenset({"cd", "pushd", "popd", "export", "set", "true", "unset", "source"})
+_NO_OUTPUT: Final = frozenset(
+    {"cd", "pushd", "popd", "export", "set", "true", "unset", "source", "touch", "mkdir"}
+)
 
 
 #: Command substitutions nested deeper than this are not looked into.
@@ -872,6 +933,123 @@ def _substitutions(command: str) -> list[str]:
     return bodies
 
 
+@dataclass(frozen=True)
+class ShellCommand:
+    """What one shell command line reads and creates.
+
+    Attributes
+    ----------
+    reads
+        The read-only commands, as :func:`parse_shell_command` returns them (minus reads
+        of files created earlier in the same line, as spelt there).
+    created
+        Paths (resolved against the ``cd`` directory, normalised, command order, no
+        duplicates) of the files the line writes through the shell: output redirections
+        (``>``, ``>>``, ``>|``, ``&>``, ``2> f``), ``tee [-a] FILE...``, ``touch FILE...``
+        (not ``touch -c``), the destination of ``cp``/``mv`` and ``cat > f <<EOF``
+        here-documents. A ``cp``/``mv`` destination is a folder (so the file is
+        ``DST/basename(SRC)``) when it ends in ``/``, is ``.`` or ``..``, comes from
+        ``-t DIR``, follows several sources, or has no ``.`` in its name while the source
+        has an extension; ``-T`` makes it a file. Devices (``/dev/null`` ...) and
+        ``2>&1`` create nothing; nor do operands with globs, variables or ``~``, ``mv``
+        or recursive ``cp`` of a source without extension (it may be a folder, whose
+        files are unknown), or commands inside a substitution. Paths outside the
+        repository (``/tmp/x``) are kept here; the event builder drops them.
+    """
+
+    reads: list[ShellRead]
+    created: list[str]
+    #: For each read, how many entries of ``created`` the line had made before it ran
+    #: (so a caller that normalises paths differently can still drop reads of them).
+    created_before: list[int] = field(default_factory=list)
+
+
+#: A command line that may write a file: a creating program or an output redirection
+#: other than ``2>&1`` / ``> /dev/null``.
+_WRITE_HINT_RE: Final = re.compile(r"(?<![\w.-])(?:tee|cp|mv|touch)(?![\w.-])|>(?!&\d)(?!\s*/dev/)")
+
+
+def _created_path(word: str, quoted: bool, cwd: _Cwd) -> str | None:
+    if not _literal_path(word, quoted) or word.endswith("/") or word.startswith("/dev/"):
+        return None
+    resolved = cwd.resolve(word)
+    return posixpath.normpath(resolved) if resolved is not None else None
+
+
+def _has_extension(path: str) -> bool:
+    return bool(_EXTENSION_RE.search(posixpath.basename(path)))
+
+
+def _tee_or_touch_targets(
+    program: str, words: list[str], quoted: list[bool], cwd: _Cwd
+) -> list[str]:
+    options, operands = _parse_options(
+        words,
+        quoted,
+        short_with_arg="drt" if program == "touch" else "",
+        long_with_arg=frozenset({"--date", "--reference"}) if program == "touch" else frozenset(),
+    )
+    if program == "touch" and ("-c" in options or "--no-create" in options):
+        return []
+    return [p for p in (_created_path(w, q, cwd) for w, q in operands) if p is not None]
+
+
+def _copy_targets(program: str, words: list[str], quoted: list[bool], cwd: _Cwd) -> list[str]:
+    options, operands = _parse_options(
+        words,
+        quoted,
+        short_with_arg="tS",
+        long_with_arg=frozenset({"--target-directory", "--suffix"}),
+    )
+    target_dirs = options.get("-t") or options.get("--target-directory") or []
+    target_dir = target_dirs[-1] if target_dirs else None
+    recursive = program == "cp" and any(
+        flag in options for flag in ("-r", "-R", "-a", "--recursive", "--archive")
+    )
+    if target_dir:
+        sources, destination, dest_quoted, folder = operands, target_dir, True, True
+    else:
+        if len(operands) < 2:
+            return []
+        sources = operands[:-1]
+        destination, dest_quoted = operands[-1]
+        folder = (
+            "-T" not in options
+            and "--no-target-directory" not in options
+            and (
+                len(sources) > 1
+                or destination.endswith("/")
+                or posixpath.basename(destination) in (".", "..")
+                or ("." not in posixpath.basename(destination) and _has_extension(sources[0][0]))
+            )
+        )
+    if not _literal_path(destination, dest_quoted):
+        return []
+    out: list[str] = []
+    for source, source_quoted in sources:
+        if not _literal_path(source, source_quoted) or source.endswith("/"):
+            continue
+        if (program == "mv" or recursive) and not _has_extension(source):
+            continue  # perhaps a folder: the files it brings are unknown
+        target = posixpath.join(destination, posixpath.basename(source)) if folder else destination
+        path = _created_path(target, True, cwd)
+        if path is not None:
+            out.append(path)
+    return out
+
+
+def _created_by(stage: _Simple, words: list[str], quoted: list[bool], cwd: _Cwd) -> list[str]:
+    """Files one simple command writes: its redirections, then its program's targets."""
+    out = [p for p in (_created_path(w, q, cwd) for w, q in stage.redirect_targets) if p]
+    if words:
+        program = _program_name(words[0])
+        if program in ("tee", "touch"):
+            out.extend(_tee_or_touch_targets(program, words[1:], quoted[1:], cwd))
+        elif program in ("cp", "mv"):
+            out.extend(_copy_targets(program, words[1:], quoted[1:], cwd))
+    return out
+
+
 def parse_shell_command(command: str) -> list[ShellRead]:
     """Find the read-only file reads and searches in a shell command line.
 
@@ -894,39 +1072,70 @@ def parse_shell_command(command: str) -> list[ShellRead]:
     >>> [r.category for r in parse_shell_command("grep -rn foo src | head; rm -rf x")]
     ['code_search']
     """
-    return _parse_command(command, 0)
+    return _parse_command(command, 0, writes=False).reads
 
 
-def _parse_command(command: str, depth: int) -> list[ShellRead]:
+def analyze_shell_command(command: str) -> ShellCommand:
+    """Find the reads and the files a shell command line creates.
+
+    Same reads as :func:`parse_shell_command`, except that a file an earlier command of
+    the same line created is not read from the repository (``echo x > n.md && cat n.md``
+    reads nothing); ``created`` lists the files written through the shell (see
+    :class:`ShellCommand`). Never raises.
+
+    Examples
+    --------
+    >>> result = analyze_shell_command("cp a.py src/ && echo x > notes.md && cat notes.md")
+    >>> result.reads, result.created
+    ([], ['src/a.py', 'notes.md'])
+    >>> analyze_shell_command("pytest -q > /tmp/out.txt 2>&1").created
+    ['/tmp/out.txt']
+    """
+    return _parse_command(command, 0, writes=True)
+
+
+_EMPTY: Final = ShellCommand([], [], [])
+
+
+def _parse_command(command: str, depth: int, *, writes: bool) -> ShellCommand:
     if not command or not isinstance(command, str):
-        return []
-    if _READER_WORD_RE.search(command) is None:
-        return []  # fast path: no reading program is named at all
-    if "$(" in command or "`" in command:
+        return _EMPTY
+    reads_possible = _READER_WORD_RE.search(command) is not None
+    writes_possible = writes and _WRITE_HINT_RE.search(command) is not None
+    if not reads_possible and not writes_possible:
+        return _EMPTY  # fast path: no reading or writing program is named at all
+    inner: list[ShellRead] = []
+    if reads_possible and ("$(" in command or "`" in command):
         # Commands inside a substitution run too ("wc -l $(find src -name '*.py')",
         # "echo `cat f`"); what they print is consumed by the outer command, so their
-        # output is never read back for file names.
+        # output is never read back for file names. What they write is not looked for.
         inner = (
             [
                 replace(read, output_format=None)
                 for body in _substitutions(command)
-                for read in _parse_command(body, depth + 1)
+                for read in _parse_command(body, depth + 1, writes=False).reads
             ]
             if depth < _MAX_SUBSTITUTION_DEPTH
             else []
         )
-        return inner + _parse_outer(command)
-    return _parse_outer(command)
+    outer = _parse_outer(command, writes=writes)
+    if not inner:
+        return outer
+    # a substitution runs before its command's redirections
+    return ShellCommand(inner + outer.reads, outer.created, [0] * len(inner) + outer.created_before)
 
 
-def _parse_outer(command: str) -> list[ShellRead]:
+def _parse_outer(command: str, *, writes: bool) -> ShellCommand:
     try:
         pipelines = _split(_tokenize(command))
     except _Unparseable:
-        return []
+        return _EMPTY
     except Exception:  # noqa: BLE001 - a malformed command line must never break a trial
-        return []
+        return _EMPTY
     reads: list[ShellRead] = []
+    created: list[str] = []
+    created_set: set[str] = set()
+    created_before: list[int] = []
     output_pipelines = 0
     last_output_read: ShellRead | None = None
     last_output_ok = False
@@ -935,6 +1144,15 @@ def _parse_outer(command: str) -> list[ShellRead]:
         produced = False
         for position, stage in enumerate(stages):
             words, quoted = _strip_wrappers(stage.words, stage.quoted)
+            if writes:
+                try:
+                    made = _created_by(stage, words, quoted, cwd)
+                except Exception:  # noqa: BLE001 - one odd stage must not lose the others
+                    made = []
+                for path in made:
+                    if path not in created_set:
+                        created_set.add(path)
+                        created.append(path)
             if not words:
                 continue
             program = _program_name(words[0])
@@ -953,6 +1171,13 @@ def _parse_outer(command: str) -> list[ShellRead]:
                 read = None
             if read is None:
                 continue
+            if created_set and read.paths:
+                # a file this command line created earlier is not read from the repository
+                kept = [p for p in read.paths if posixpath.normpath(p) not in created_set]
+                if not kept:
+                    continue
+                if len(kept) != len(read.paths):
+                    read = replace(read, paths=kept)
             if read.cwd != cwd.path:
                 read = replace(read, cwd=cwd.path)
             if position == 0:
@@ -969,6 +1194,7 @@ def _parse_outer(command: str) -> list[ShellRead]:
                         if piped is not None:
                             read = replace(read, line_range=piped)
                 reads.append(read)
+                created_before.append(len(created))
                 last_output_read = read
                 last_output_ok = (
                     all(
@@ -981,9 +1207,14 @@ def _parse_outer(command: str) -> list[ShellRead]:
                 )
             else:
                 reads.append(read)
-        if produced:
-            output_pipelines += 1
-    return _with_output_format(reads, output_pipelines, last_output_read, last_output_ok)
+                created_before.append(len(created))
+        if produced and not stages[-1].writes_file:
+            output_pipelines += 1  # a pipeline redirected into a file prints nothing
+    return ShellCommand(
+        _with_output_format(reads, output_pipelines, last_output_read, last_output_ok),
+        created,
+        created_before,
+    )
 
 
 def _with_output_format(

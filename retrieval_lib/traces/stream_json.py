@@ -446,6 +446,7 @@ def parse_stream_json(path: str | Path, *, within: str | Path | None = None) -> 
         if result_lines
         else _totals_from_messages(message_usage)
     )
+    _flag_output_placeholders(totals, message_usage)
     if result_lines and totals.total_tokens is None:
         warnings.append("the result line carries no token counts (modelUsage, usage)")
     if not result_lines and seen_json:
@@ -560,6 +561,34 @@ def _attach_cumulative_tokens(
     if missing:
         warnings.append(
             f"{missing} API message(s) carry no usage: running token totals exclude them"
+        )
+
+
+def _flag_output_placeholders(totals: SessionTotals, message_usage: list[list[int] | None]) -> None:
+    """Set ``output_tokens_placeholder`` and its note on the chosen totals.
+
+    The ``usage.output_tokens`` of assistant lines are stream placeholders (a few tokens
+    per message; the corpus's django baseline sums to 29 where ``modelUsage`` says 2771):
+    output counts summed from them are flagged, the ``result`` line's totals are not.
+    """
+    if totals.output_tokens is None:
+        return
+    known = [usage[3] for usage in message_usage if usage is not None]
+    per_message = sum(known) if known else None
+    if totals.source == "transcript.messages(deduplicated)":
+        totals.output_tokens_placeholder = True
+        totals.output_tokens_note = (
+            f"no result line: output_tokens {totals.output_tokens} is the sum of per-message "
+            "usage.output_tokens, which are stream placeholders; the true output count is "
+            "unknown"
+        )
+        return
+    totals.output_tokens_placeholder = False
+    if per_message is not None and per_message != totals.output_tokens:
+        where = "modelUsage" if totals.source == "transcript.result.modelUsage" else "usage"
+        totals.output_tokens_note = (
+            f"per-message usage.output_tokens (stream placeholders) sum to {per_message}; "
+            f"output_tokens is the result line's {where} total"
         )
 
 

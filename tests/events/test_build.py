@@ -591,6 +591,7 @@ def test_event_field_set_matches_the_contract() -> None:
         "is_error",
         "elapsed_seconds",
         "cumulative_tokens",
+        "created_files",  # 1.2
     }
 
 
@@ -849,3 +850,69 @@ def test_summary_ignores_failed_calls_like_the_metrics_do() -> None:
     # the failed Read of a.py at step 0 retrieved nothing: first hit is step 1
     assert summary["first_ground_truth_hit_step"] == 1
     assert (summary["unique_files_accessed"], summary["ground_truth_files_hit"]) == (2, 1)
+
+
+# --------------------------------------------------------------------------- shell-created files
+
+
+def test_bash_write_is_an_other_event_with_created_files() -> None:
+    event = single(ToolCall("b", "Bash", {"command": "echo x > /workspace/notes.md"}))
+    assert (event["tool_category"], event["target_files"]) == ("other", [])
+    assert event["created_files"] == ["notes.md"]
+
+
+def test_bash_creation_outside_the_repository_or_failed_creates_nothing() -> None:
+    assert (
+        single(ToolCall("b", "Bash", {"command": "pytest > /tmp/out.txt 2>&1"}))["created_files"]
+        == []
+    )
+    assert (
+        single(ToolCall("b", "Bash", {"command": "ls > /logs/agent/x.txt"}))["created_files"] == []
+    )
+    failed = ToolCall("b", "Bash", {"command": "echo x > a.md"}, result="denied", is_error=True)
+    assert single(failed)["created_files"] == []
+    # unknown (None) is not a failure: the file was written
+    assert single(ToolCall("b", "Bash", {"command": "echo x > a.md"}))["created_files"] == ["a.md"]
+
+
+def test_created_ground_truth_key_and_read_in_the_same_call() -> None:
+    # the created path is matched to the ground-truth key like any target
+    call = ToolCall("b", "Bash", {"command": "cd /testbed && grep -n foo src/a.py > src/hits.txt"})
+    event = single(call, ground_truth=gt("src/hits.txt"))
+    assert event["created_files"] == ["src/hits.txt"]
+    # grep into a file is a write, not a read (unchanged rule): no targets
+    assert event["target_files"] == []
+    call = ToolCall("b", "Bash", {"command": "cat src/a.py; echo y > b.md"}, result="x")
+    event = single(call, ground_truth=gt("src/a.py"))
+    assert (event["tool_category"], event["target_files"]) == ("file_read", ["src/a.py"])
+    assert event["created_files"] == ["b.md"]
+
+
+def test_listed_output_naming_a_file_the_command_created_is_not_a_target() -> None:
+    call = ToolCall(
+        "b",
+        "Bash",
+        {"command": "touch new.py; find . -name '*.py'"},
+        result="./new.py\n./old.py\n",
+        is_error=False,
+    )
+    event = single(call)
+    assert event["created_files"] == ["new.py"]
+    # find's output still names old.py; new.py is the command's own file
+    assert event["target_files"] == ["old.py"]
+
+
+def test_a_read_of_a_file_created_earlier_in_the_line_under_another_spelling() -> None:
+    # /workspace/n.md and n.md are one key: the cat reads the command's own file
+    call = ToolCall("b", "Bash", {"command": "echo x > /workspace/n.md && cat n.md a.py"})
+    event = single(call)
+    assert event["created_files"] == ["n.md"]
+    assert event["target_files"] == ["a.py"]
+    # read first, then overwritten under another spelling: the read stays
+    call = ToolCall("b", "Bash", {"command": "cat n.md; echo x > /workspace/n.md"})
+    event = single(call)
+    assert (event["target_files"], event["created_files"]) == (["n.md"], ["n.md"])
+    # a failed call created nothing, so its read is kept
+    call = ToolCall("b", "Bash", {"command": "echo x > /workspace/n.md; cat n.md"}, is_error=True)
+    event = single(call)
+    assert (event["target_files"], event["created_files"]) == (["n.md"], [])

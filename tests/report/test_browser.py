@@ -188,3 +188,104 @@ def test_screenshot_is_not_blank(report, tmp_path):
     assert image.size == (1280, 4000)
     # text, tables and the first figures: many distinct colours, not a white page
     assert len(image.getcolors(maxcolors=1 << 20) or []) > 200
+
+
+# --------------------------------------------------------------------------- the study report
+
+STUDY_SECTIONS = (
+    "1. The study",
+    "2. Leaderboard",
+    "3. Matched comparison across runs",
+    "4. Retrieval-conditioned views",
+    "5. Tool value",
+    "6. Confidence flags",
+    "7. Retrieval and outcomes",
+    "8. Calibration slices across runs",
+    "9. Trial timelines",
+)
+CSB = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "csb"
+
+
+@pytest.fixture(scope="module")
+def study_report(tmp_path_factory):
+    if not CSB.is_dir():
+        pytest.skip("../shared/corpus/csb is not beside this checkout")
+    out = tmp_path_factory.mktemp("study-browser")
+    params = Path(__file__).resolve().parents[2] / "params" / "study.yaml"
+    argv = [
+        "study",
+        str(CSB / "runs"),
+        "--tasks-root",
+        str(CSB / "benchmarks"),
+        "--out",
+        str(out),
+        "-f",
+        str(params),
+    ]
+    assert main(argv) == 0
+    html = out / "study" / "study.html"
+    executed = json.loads(html.with_suffix(".ipynb").read_text(encoding="utf-8"))
+    n_png = sum(
+        "image/png" in o.get("data", {}) for c in executed["cells"] for o in c.get("outputs", [])
+    )
+    return html, n_png
+
+
+def _inspect(html: Path, tmp_path: Path) -> dict:
+    harness = tmp_path / "harness.html"
+    harness.write_text(
+        f"""<!DOCTYPE html><html><body><pre id="result">pending</pre>
+<iframe id="report" src="{html.as_uri()}" width="1280" height="2000"></iframe>
+<script>
+document.getElementById("report").addEventListener("load", function () {{
+  var doc = this.contentDocument, win = this.contentWindow;
+  var images = Array.from(doc.images);
+  document.getElementById("result").textContent = JSON.stringify({{
+    images: images.length,
+    decoded: images.filter(function (i) {{ return i.complete && i.naturalWidth > 0; }}).length,
+    headings: Array.from(doc.querySelectorAll("h1, h2")).map(function (h) {{
+      return h.textContent.replace("\\u00b6", "").trim(); }}),
+    text: doc.body.innerText,
+    resources: win.performance.getEntriesByType("resource").map(function (e) {{ return e.name; }})
+  }});
+}});
+</script></body></html>""",
+        encoding="utf-8",
+    )
+    done = _browse(
+        harness.as_uri(),
+        tmp_path / "profile",
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+    )
+    match = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.DOTALL)
+    assert match, done.stderr[-2000:]
+    return json.loads(
+        match.group(1)
+        .replace("&quot;", '"')
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+    )
+
+
+def test_study_page_shows_every_section_and_figure(study_report, tmp_path):
+    html, n_png = study_report
+    # leaderboard, paired deltas, wins/losses, tiers, tool value, 2 calibration slices,
+    # 2 timelines (the correlation figures have nothing computable on this corpus)
+    assert n_png >= 9
+    result = _inspect(html, tmp_path)
+    assert result["images"] == n_png == result["decoded"]
+    for section in STUDY_SECTIONS:
+        assert section in result["headings"], (section, result["headings"])
+    assert result["resources"] == []
+    # the three matched tasks of the corpus, pooled across its two runs
+    for task in (
+        "django-modeladmin-impact-001",
+        "envoy-routeconfig-dep-chain-001",
+        "llamacpp-context-window-search-001",
+    ):
+        assert task in result["text"]
+    text = html.read_text(encoding="utf-8")
+    assert "<script" not in text.lower()

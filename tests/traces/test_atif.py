@@ -283,3 +283,81 @@ def test_not_an_atif_document(tmp_path, document, message):
 def test_missing_file_is_input_error(tmp_path):
     with pytest.raises(InputError, match="trajectory not found"):
         parse_atif(tmp_path / "trajectory.json")
+
+
+# --- placeholder output-token counts ------------------------------------------------------
+
+
+@needs_corpus
+def test_llamacpp_old_trajectory_output_tokens_are_flagged_as_placeholders():
+    totals = parse_atif(LLAMACPP_TRAJECTORY).totals
+    # Its 11 agent steps are 3 API messages whose steps repeat one completion figure:
+    # steps 2-5 say 4, steps 6-9 say 2, steps 10-11 say 1. No message carries a final
+    # count; the distinct sum is 4 + 2 + 1 = 7 and final_metrics (and result.json) say
+    # 26 = 4*4 + 2*4 + 1*2, the per-step sum of the same placeholders.
+    assert totals.source == "trajectory.steps(deduplicated)"
+    assert totals.output_tokens == 7
+    assert totals.output_tokens_placeholder is True
+    note = totals.output_tokens_note
+    assert "none of the 3 API message(s) carries a final count" in note
+    assert "total_completion_tokens says 26 (the per-step sum" in note
+
+
+@needs_corpus
+def test_django_trajectory_output_tokens_carry_final_counts():
+    totals = parse_atif(DJANGO_TRAJECTORY).totals
+    # 24 distinct messages; 2 of them repeat one figure on every step ([1, 1, 1] and
+    # [2, 2, 2, 2, 2]); the others end in a larger final count (e.g. [7, 7, 7, 483]).
+    assert totals.output_tokens_placeholder is False
+    assert totals.output_tokens_note.startswith(
+        "2 of 24 API message(s) carry only a stream placeholder completion count"
+    )
+    assert "total_completion_tokens says 5599" in totals.output_tokens_note
+
+
+def test_repeated_message_with_a_final_count_is_not_a_placeholder():
+    totals = parse_atif(FIXTURES / "merge_trajectory.json").totals
+    # message 1: completion 1 then 30 (final count present); messages 2, 3: one step each.
+    assert totals.output_tokens == 30 + 20 + 60
+    assert totals.output_tokens_placeholder is False
+    # final_metrics.total_completion_tokens 111 = 1 + 30 + 20 + 60, the per-step sum
+    assert totals.output_tokens_note == (
+        "final_metrics.total_completion_tokens says 111 "
+        "(the per-step sum, which counts a message once per step)"
+    )
+
+
+def test_trusted_final_metrics_output_tokens_are_not_placeholders():
+    totals = parse_atif(FIXTURES / "atif_late_result.json").totals
+    assert totals.source == "trajectory.final_metrics"
+    assert (totals.output_tokens_placeholder, totals.output_tokens_note) == (False, None)
+
+
+def test_placeholder_only_messages_without_final_metrics(tmp_path):
+    def step(step_id: int, prompt: int, completion: int, call: str) -> dict:
+        return {
+            "step_id": step_id,
+            "source": "agent",
+            "message": "",
+            "metrics": {"prompt_tokens": prompt, "completion_tokens": completion},
+            "tool_calls": [{"tool_call_id": call, "function_name": "Read", "arguments": {}}],
+        }
+
+    document = {
+        "schema_version": "ATIF-v1.2",
+        "session_id": "s",
+        "agent": {"name": "claude-code", "version": "1"},
+        "steps": [step(1, 100, 3, "a"), step(2, 100, 3, "b"), step(3, 150, 5, "c"),
+                  step(4, 150, 5, "d"), step(5, 150, 5, "e")],
+    }  # fmt: skip
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(document))
+    totals = parse_atif(path).totals
+    # two messages ([3, 3] and [5, 5, 5]): output 3 + 5 = 8, both placeholders
+    assert totals.output_tokens == 8
+    assert totals.output_tokens_placeholder is True
+    assert totals.output_tokens_note == (
+        "per-message completion_tokens are stream placeholders: none of the 2 API "
+        "message(s) carries a final count (2 repeat one figure on every step); "
+        "output_tokens 8 is their sum, the true output count is unknown"
+    )

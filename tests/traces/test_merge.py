@@ -151,3 +151,33 @@ def test_single_trace_returned_unchanged():
 def test_no_trace_at_all_is_input_error():
     with pytest.raises(InputError, match="both the trajectory and the transcript are missing"):
         merge_traces(None, None)
+
+
+def test_placeholder_flag_follows_the_chosen_totals() -> None:
+    placeholder = SessionTotals(
+        output_tokens=7,
+        total_tokens=100,
+        source="trajectory.steps(deduplicated)",
+        output_tokens_placeholder=True,
+        output_tokens_note="placeholders",
+    )
+    model_usage = SessionTotals(
+        output_tokens=26,
+        total_tokens=119,
+        source="transcript.result.modelUsage",
+        output_tokens_placeholder=False,
+    )
+    no_result = SessionTotals(
+        output_tokens=3,
+        total_tokens=50,
+        source="transcript.messages(deduplicated)",
+        output_tokens_placeholder=True,
+    )
+    trajectory = ParsedTrace("trajectory", [], totals=placeholder)
+    # the transcript's result line wins, with its (trusted) figure
+    merged = merge_traces(trajectory, ParsedTrace("transcript", [], totals=model_usage))
+    assert (merged.totals.output_tokens, merged.totals.output_tokens_placeholder) == (26, False)
+    # without a result line the trajectory's totals are kept, flag and note included
+    merged = merge_traces(trajectory, ParsedTrace("transcript", [], totals=no_result))
+    assert (merged.totals.output_tokens, merged.totals.output_tokens_placeholder) == (7, True)
+    assert merged.totals.output_tokens_note == "placeholders"

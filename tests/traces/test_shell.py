@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval_lib.traces.shell import ShellRead, looks_like_file, parse_shell_command
+from retrieval_lib.traces.shell import (
+    ShellRead,
+    analyze_shell_command,
+    looks_like_file,
+    parse_shell_command,
+)
 
 
 def one(command: str) -> ShellRead:
@@ -306,3 +311,122 @@ def test_speed() -> None:
     elapsed = time.perf_counter() - start
     # 3000 commands: measured ~0.14 s on the dev machine; allow a slow CI machine ~15x
     assert elapsed < 2.0, elapsed
+
+
+# --------------------------------------------------------------------------- files created
+
+
+@pytest.mark.parametrize(
+    ("command", "created"),
+    [
+        ("echo x > notes.md", ["notes.md"]),
+        ("printf '%s\\n' a b > out.txt", ["out.txt"]),
+        ("echo more >> notes.md", ["notes.md"]),
+        ("echo x >| f.txt", ["f.txt"]),
+        ("make &> build.log", ["build.log"]),
+        ("pytest 2> err.log", ["err.log"]),
+        ("cat a.py | tee copy.py", ["copy.py"]),
+        ("cat a.py | tee -a log.txt other.txt", ["log.txt", "other.txt"]),
+        ("touch a.md b.md", ["a.md", "b.md"]),
+        ("touch -d 2020-01-01 stamp.txt", ["stamp.txt"]),
+        ("cp a.py b.py", ["b.py"]),
+        ("mv old.py new.py", ["new.py"]),
+        ("cp a.py src/", ["src/a.py"]),  # a destination folder keeps the source's name
+        ("cp lib/a.py .", ["a.py"]),
+        ("cp a.py b.py dest", ["dest/a.py", "dest/b.py"]),  # several sources: a folder
+        ("cp lib/a.py backup", ["backup/a.py"]),  # no extension for a file source: a folder
+        ("cp -T lib/a.py backup", ["backup"]),  # -T: the destination is the file
+        ("cp -t dest a.py b.py", ["dest/a.py", "dest/b.py"]),
+        ("cp Makefile Makefile.orig", ["Makefile.orig"]),
+        ("cat > f.py <<EOF\nimport os\nEOF", ["f.py"]),
+        ("cat <<-'EOF' > g.py\n\tx = 1\n\tEOF", ["g.py"]),
+        ("cd src && echo x > n.py", ["src/n.py"]),
+        ("echo x > ./notes.md; echo y >> notes.md", ["notes.md"]),  # one file, once
+        ('echo x > "my notes.md"', ["my notes.md"]),
+        ("ls > /tmp/listing.txt", ["/tmp/listing.txt"]),  # kept here; the builder drops it
+    ],
+)
+def test_files_created_through_the_shell(command: str, created: list[str]) -> None:
+    assert analyze_shell_command(command).created == created
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python run.py > /dev/null 2>&1",
+        "make 2>&1 | tail",
+        "cat a.py &>/dev/null",
+        "grep -rn x . 2>/dev/null",
+        "touch -c exists.md",  # -c: never creates
+        "echo x > $OUT",
+        "echo x > ~/notes.md",
+        "echo x > *.md",
+        "cp *.py dest/",  # glob sources: names unknown
+        "cp -r src out",  # a tree copy: files unknown
+        "mv build dist",  # may be a folder
+        "cd $HOME && echo x > n.md",  # unknown directory
+        "echo $(touch made.md)",  # substitutions are not looked into for writes
+        "cp a.py",
+        "sed -i 's/a/b/' a.py",  # an in-place edit of an existing file, not a creation
+        "git diff",
+        "",
+    ],
+)
+def test_commands_that_create_nothing(command: str) -> None:
+    assert analyze_shell_command(command).created == []
+
+
+def test_a_file_created_earlier_in_the_line_is_not_read() -> None:
+    result = analyze_shell_command("echo x > notes.md && cat notes.md other.py")
+    assert result.created == ["notes.md"]
+    assert [(r.category, r.paths) for r in result.reads] == [("file_read", ["other.py"])]
+    assert analyze_shell_command("cp a.py b.py && cat b.py").reads == []
+    # read first, then overwritten: the read stays
+    result = analyze_shell_command("cat notes.md; echo y > notes.md")
+    assert [r.paths for r in result.reads] == [["notes.md"]]
+    assert result.created == ["notes.md"]
+
+
+def test_here_document_body_is_not_a_command() -> None:
+    result = analyze_shell_command("cat > plan.md <<'EOF'\ncat src/util.py\nEOF\ncat a.py")
+    assert result.created == ["plan.md"]
+    assert [r.paths for r in result.reads] == [["a.py"]]
+    # an unterminated body runs to the end, as bash reads it
+    assert analyze_shell_command("cat > p.md <<EOF\ncat b.py").reads == []
+    # the read-only view is unchanged for these commands
+    assert parse_shell_command("cat > plan.md <<EOF\ncat src/util.py\nEOF") == []
+
+
+def test_a_read_that_pipes_into_tee_still_reads() -> None:
+    result = analyze_shell_command("cat a.py | tee b.py")
+    assert [(r.category, r.paths) for r in result.reads] == [("file_read", ["a.py"])]
+    assert result.created == ["b.py"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*_FRAGMENTS, "tee ", "cp ", "mv ", "touch ", ">> "]), max_size=30
+    ).map("".join)
+)
+def test_analyze_never_raises(command: str) -> None:
+    result = analyze_shell_command(command)
+    assert isinstance(result.reads, list) and isinstance(result.created, list)
+
+
+def test_a_pipeline_written_into_a_file_prints_nothing() -> None:
+    # the only printing pipeline is find's, so its output is a file list
+    assert one("echo x > f.md; find . -name '*.py'").output_format == "paths"
+    assert one("touch f.md && find src").output_format == "paths"
+    # two printing pipelines: no output format (unchanged)
+    assert one("echo hi; find src").output_format is None
+
+
+def test_created_before_counts_the_creations_preceding_each_read() -> None:
+    result = analyze_shell_command("cat a.py; echo x > b.md; cat c.py; touch d.md e.md; cat f.py")
+    assert [r.paths for r in result.reads] == [["a.py"], ["c.py"], ["f.py"]]
+    assert result.created == ["b.md", "d.md", "e.md"]
+    assert result.created_before == [0, 1, 3]
+    # a substitution's read runs before the redirection of its command
+    result = analyze_shell_command("echo $(cat a.py) > b.md")
+    assert (result.created, result.created_before) == (["b.md"], [0])

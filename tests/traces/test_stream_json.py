@@ -348,3 +348,25 @@ def test_missing_file_is_input_error(tmp_path):
         parse_stream_json(tmp_path / "nope.txt")
     with pytest.raises(InputError, match="is a directory"):
         parse_stream_json(tmp_path)
+
+
+@needs_corpus
+def test_model_usage_output_tokens_are_not_placeholders():
+    totals = parse_stream_json(DJANGO_TRANSCRIPT).totals
+    # modelUsage outputTokens 2771; the 8 distinct messages' per-line usage.output_tokens
+    # are stream placeholders: 7 + 1 + 6 + 1 + 1 + 3 + 4 + 6 = 29.
+    assert (totals.source, totals.output_tokens) == ("transcript.result.modelUsage", 2771)
+    assert totals.output_tokens_placeholder is False
+    assert totals.output_tokens_note == (
+        "per-message usage.output_tokens (stream placeholders) sum to 29; "
+        "output_tokens is the result line's modelUsage total"
+    )
+
+
+def test_without_result_line_output_tokens_are_placeholders():
+    totals = parse_stream_json(FIXTURES / "stream_repeated_usage.txt").totals
+    # no result line: 1 + 40 + 90 summed from per-message usage
+    assert totals.source == "transcript.messages(deduplicated)"
+    assert totals.output_tokens == 131
+    assert totals.output_tokens_placeholder is True
+    assert totals.output_tokens_note.startswith("no result line: output_tokens 131 is the sum")

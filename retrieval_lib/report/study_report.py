@@ -1,0 +1,256 @@
+"""The study report: many runs pooled into ``<out>/study/study.{ipynb,html}`` and its tables.
+
+:func:`run_study` brings every run up to date (:func:`retrieval_lib.study.loader.prepare_runs`
+reuses what is already evaluated), writes the study manifest (which evaluated folders,
+which config families), the tidy tables (``trials``, ``events``, ``metrics``, ``pairs``,
+``tools``: Parquet, CSV without pyarrow) and renders ``notebooks/study.ipynb``.
+:func:`example_study` is the study of the bundled example runs (the notebook's default).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from retrieval_lib.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from retrieval_lib.study import Study, StudyOptions
+
+__all__ = [
+    "MANIFEST_FILENAME",
+    "STUDY_DIRNAME",
+    "StudyReport",
+    "example_study",
+    "read_manifest",
+    "run_study",
+    "study_parameters",
+    "write_study_tables",
+]
+
+STUDY_DIRNAME = "study"
+MANIFEST_FILENAME = "study_manifest.json"
+#: Notebook parameters that also set the study's options (name → StudyOptions field).
+_OPTION_PARAMETERS = {
+    "seed": "seed",
+    "n_boot": "n_boot",
+    "alpha": "alpha",
+    "min_pairs": "min_pairs",
+    "baseline": "baseline",
+    "treatment": "treatment",
+    "exclude_flagged": "exclude_flagged",
+}
+
+
+@dataclass(frozen=True)
+class StudyReport:
+    """What :func:`run_study` wrote."""
+
+    study_dir: Path
+    manifest: Path
+    tables: list[Path]
+    html: Path | None
+    notebook: Path | None
+    study: Study
+
+
+def study_options(values: Mapping[str, Any]) -> StudyOptions:
+    """:class:`~retrieval_lib.study.StudyOptions` from notebook parameter values
+    (empty strings mean "default")."""
+    from retrieval_lib.study import StudyOptions
+
+    chosen = {
+        field: values[name]
+        for name, field in _OPTION_PARAMETERS.items()
+        if name in values and values[name] not in ("", None)
+    }
+    return StudyOptions(**chosen)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a study manifest (``study_manifest.json``, or the folder holding it)."""
+    import json
+
+    target = Path(path)
+    if target.is_dir():
+        target = target / MANIFEST_FILENAME
+    try:
+        data = json.loads(target.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            f"no study manifest at {target}: run `retrieval-lib study` first"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read study manifest {target}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("events_dirs"), list):
+        raise InputError(f"{target} is not a study manifest (no events_dirs list)")
+    return data
+
+
+def example_study(
+    out_dir: str | os.PathLike[str] | None = None, options: StudyOptions | None = None
+) -> Study:
+    """The study of every bundled example run (normalised into ``out_dir``, default a
+    temporary folder removed at exit). The notebook uses it when no manifest is given."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from retrieval_lib.report.pipeline import bundled_examples, prepare_example_runs
+    from retrieval_lib.study import load
+
+    if out_dir is None:
+        out = Path(tempfile.mkdtemp(prefix="retrieval_lib-study-"))
+        atexit.register(shutil.rmtree, out, True)
+    else:
+        out = Path(out_dir)
+    source = bundled_examples()
+    runs, tasks = source if source is not None else prepare_example_runs(out / "example_data")
+    return load([runs], tasks_root=tasks, out=out / "runs", options=options)
+
+
+def _write_frame(frame: pd.DataFrame, folder: Path, name: str) -> Path:
+    import importlib.util
+    import io
+
+    from retrieval_lib.io import atomic_write_bytes, atomic_write_text
+
+    if importlib.util.find_spec("pyarrow") is not None:
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        return atomic_write_bytes(folder / f"{name}.parquet", buffer.getvalue())
+    flat = frame.copy()
+    for column in flat.columns:
+        if flat[column].map(lambda v: isinstance(v, (list, tuple))).any():
+            flat[column] = flat[column].map(
+                lambda v: "|".join(map(str, v)) if isinstance(v, (list, tuple)) else v
+            )
+    return atomic_write_text(folder / f"{name}.csv", flat.to_csv(index=False))
+
+
+def write_study_tables(study: Study, folder: str | os.PathLike[str]) -> list[Path]:
+    """Write the study's tidy tables (``trials, events, metrics, pairs, tools``) atomically.
+
+    Parquet when pyarrow is installed, else CSV (list columns ``|``-joined).
+    """
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    events = study.events.assign(
+        **{
+            c: study.events[c].map(list)
+            for c in (
+                "target_files",
+                "matched_ground_truth_files",
+                "first_found_ground_truth_files",
+            )
+        }
+    )
+    frames = {
+        "trials": study.trials,
+        "events": events,
+        "metrics": study.metrics,
+        "pairs": study.pairs,
+        "tools": study.tools,
+    }
+    return [_write_frame(frame, target, name) for name, frame in frames.items()]
+
+
+def study_parameters() -> dict[str, Any]:
+    """The study notebook's parameter spec (name → :class:`NotebookParameter`)."""
+    from retrieval_lib.report.params import notebook_parameters, resolve_notebook
+
+    return notebook_parameters(resolve_notebook("study"))
+
+
+def run_study(
+    paths: Sequence[str | os.PathLike[str]],
+    tasks_root: str | os.PathLike[str] | None,
+    out: str | os.PathLike[str],
+    *,
+    params: Mapping[str, Any] | None = None,
+    config_map: Mapping[str, str] | None = None,
+    workers: int = 1,
+    report: bool = True,
+    log: Callable[[str], None] = print,
+    prepared: Any = None,
+) -> StudyReport:
+    """Bring the runs up to date, pool them and render ``<out>/study/study.{ipynb,html}``.
+
+    Parameters
+    ----------
+    paths
+        Run folders, folders of runs, or evaluated run folders (only read).
+    tasks_root
+        Task definitions root.
+    out
+        Output root: runs go to ``<out>/<run_id>/``, the study to ``<out>/study/``.
+    params
+        Study notebook parameters (checked before anything runs); ``study_manifest`` and
+        ``output_dir`` are set here.
+    config_map
+        Additions to the default config-family mapping (merged over ``params["config_map"]``).
+    workers
+        Normalisation workers.
+    report
+        Render the notebook (``False``: stop after the tables).
+    log
+        Receives one line per step.
+    prepared
+        A :class:`~retrieval_lib.study.loader.PreparedRuns` already made (``run`` passes
+        its own, so nothing is prepared twice).
+
+    Raises
+    ------
+    InputError, ReportError
+        Bad inputs or parameters (before anything runs), or a failing notebook cell.
+    """
+    from retrieval_lib.io import atomic_write_json, now_iso
+    from retrieval_lib.report.params import check_parameters, resolve_notebook
+    from retrieval_lib.study import load_evaluated
+    from retrieval_lib.study.families import config_families
+    from retrieval_lib.study.loader import prepare_runs
+
+    values = dict(params or {})
+    notebook = resolve_notebook("study") if report else None
+    if notebook is not None:
+        check_parameters(values, study_parameters(), notebook=notebook.name)
+    mapping = dict(values.get("config_map") or {})
+    mapping.update(config_map or {})
+    config_families(mapping)  # refuse a bad entry before the slow part
+    out_root = Path(out)
+    if prepared is None:
+        prepared = prepare_runs(list(paths), tasks_root, out=out_root, workers=workers, log=log)
+    study = load_evaluated(prepared.events_dirs, config_map=mapping, options=study_options(values))
+    study_dir = out_root / STUDY_DIRNAME
+    manifest = atomic_write_json(
+        study_dir / MANIFEST_FILENAME,
+        {
+            "events_dirs": [str(Path(p).resolve()) for p in prepared.events_dirs],
+            "paths": [str(Path(p).resolve()) for p in paths],
+            "tasks_root": None if tasks_root is None else str(Path(tasks_root).resolve()),
+            "config_map": mapping,
+            "created": now_iso(),
+        },
+    )
+    written = write_study_tables(study, study_dir / "tables")
+    log(
+        f"study: {len(study.trials)} trials in {study.trials['run_id'].nunique()} run(s), "
+        f"{len(study.impact().per_task)} matched task(s); tables in {study_dir / 'tables'}"
+    )
+    html = nb = None
+    if notebook is not None:
+        from retrieval_lib.report.execute import render_report
+
+        run_values = dict(values)
+        run_values["study_manifest"] = str(manifest.resolve())
+        run_values["output_dir"] = str(study_dir.resolve())
+        run_values["config_map"] = mapping
+        rendered = render_report(notebook, run_values, study_dir)
+        html, nb = rendered.html, rendered.notebook
+        log(f"study report: {html}")
+    return StudyReport(study_dir, manifest, written, html, nb, study)
