@@ -53,6 +53,7 @@ COMMAND_LIBRARIES: dict[str, tuple[str, ...]] = {
     "impact": ("scipy", "pingouin"),
     "report": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
     "run": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
+    "study": ("scipy", "pingouin"),  # its report's libraries: checked when it renders one
     "demo": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
 }
 
