@@ -42,6 +42,12 @@ from retrieval_lib.events.document import (
     write_document,
 )
 from retrieval_lib.ground_truth import GroundTruth, load_ground_truth
+from retrieval_lib.harness import (
+    TRAJECTORY_SOURCE,
+    resolve_harness_version,
+    trajectory_agent_version,
+    transcript_source,
+)
 from retrieval_lib.io import parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
@@ -167,6 +173,7 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     transcript: ParsedTrace | None = None
     trace_bytes = 0
     truncated = False
+    versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
     traj_path = trial_dir / TRAJECTORY_FILE
     if traj_path.is_file():
@@ -175,8 +182,11 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:
             reasons.append(f"trajectory.json unusable: {exc}")
+            # the agent block may still name the version (e.g. its steps are what broke)
+            versions.append((trajectory_agent_version(traj_path, trial_dir), TRAJECTORY_SOURCE))
         else:
             reasons.extend(f"trajectory: {w}" for w in trajectory.warnings)
+            versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
     transcript_path = next(
         (trial_dir / c for c in TRANSCRIPT_CANDIDATES if (trial_dir / c).is_file()), None
@@ -191,9 +201,12 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         else:
             truncated = transcript.truncated
             reasons.extend(f"transcript ({rel}): {w}" for w in transcript.warnings)
+            versions.append((transcript.harness_version, transcript_source(rel)))
 
+    trace_state = "usable"
     if trajectory is None and transcript is None:
-        if traj_path.is_file() or transcript_path is not None:
+        trace_state = "unusable" if traj_path.is_file() or transcript_path is not None else "absent"
+        if trace_state == "unusable":
             reasons.insert(0, "no usable trace")
         else:
             reasons.insert(
@@ -218,6 +231,8 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         "trace_source": trace.source if trace is not None else None,
         "transcript_truncated": truncated,
         "reasons": reasons,
+        "trace_versions": versions,
+        "trace_state": trace_state,
     }
     return trace, coverage, trace_bytes
 
@@ -296,6 +311,13 @@ def build_document(
     """Build the document of one trial; return it and the number of trace bytes read."""
     trace, coverage, trace_bytes = _load_trace(trial.trial_dir)
     reasons: list[str] = list(coverage.pop("reasons"))
+    harness = resolve_harness_version(
+        trial.trial_dir,
+        result_version=result.harness_version,
+        trace_versions=coverage.pop("trace_versions"),
+        trace_state=coverage.pop("trace_state"),
+    )
+    reasons.extend(harness.warnings)
     reasons.extend(f"result.json: {w}" for w in result.warnings)
     reasons.extend(f"ground truth: {w}" for w in ground_truth.warnings)
     if not ground_truth.task_dirs:
@@ -328,7 +350,6 @@ def build_document(
         gt_block["chunks"] = list(ground_truth.chunks)
 
     model = result.model or (trace.model if trace else None)
-    harness = result.harness_version or (trace.harness_version if trace else None)
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
         "generator": {"name": "retrieval_lib", "version": __version__},
@@ -342,7 +363,9 @@ def build_document(
             "config_name": trial.config_name,
             "benchmark": benchmark,
             "model": model,
-            "harness_version": harness,
+            "harness_version": harness.version,
+            "harness_version_source": harness.source,
+            "harness_version_unknown_reason": harness.unknown_reason,
             "is_latest_trial": is_latest_trial,
             "trials_for_pair": trials_for_pair,
         },

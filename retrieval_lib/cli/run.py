@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
     )
+    parser.add_argument(
+        "--strict-harness-version",
+        action="store_true",
+        help="match only tasks whose harness versions are known and equal on both sides "
+        "(the report parameter strict_harness_version; default: an unknown version is no "
+        "difference, such pairs are kept and flagged)",
+    )
     return parser
 
 
@@ -39,5 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.report.pipeline import run_pipeline
 
     params = load_params_file(args.parameters) if args.parameters else {}
+    if args.strict_harness_version:
+        params["strict_harness_version"] = True
     run_pipeline(args.paths, args.tasks_root, args.out, params=params, workers=args.workers)
     return 0

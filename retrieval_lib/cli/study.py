@@ -44,6 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
     )
     parser.add_argument(
+        "--strict-harness-version",
+        action="store_true",
+        help="pair only trials whose harness versions are both known and equal (the parameter "
+        "strict_harness_version; default: an unknown version is no difference, such pairs "
+        "are flagged)",
+    )
+    parser.add_argument(
         "--no-report", action="store_true", help="stop after the tables (no notebook, no HTML)"
     )
     return parser
@@ -55,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.study.families import parse_config_map
 
     params = load_params_file(args.parameters) if args.parameters else {}
+    if args.strict_harness_version:
+        params["strict_harness_version"] = True
     config_map = parse_config_map(args.config_map)
     result = run_study(
         args.paths,

@@ -38,6 +38,7 @@ IMPACT_PARAMETERS: dict[str, str] = {
     "n_boot": "n_boot",
     "baseline": "baseline",
     "treatment": "treatment",
+    "strict_harness_version": "strict_harness_version",
 }
 _MANIFEST = "synth_manifest.json"
 
@@ -185,8 +186,8 @@ def run_pipeline(
     params
         Notebook parameters (checked against ``notebooks/run_analysis.ipynb`` before
         anything runs); ``run_dir``, ``tasks_root`` and ``output_dir`` are set per run.
-        ``seed``, ``n_boot``, ``baseline`` and ``treatment`` also drive the written
-        ``retrieval_impact.json``.
+        ``seed``, ``n_boot``, ``baseline``, ``treatment`` and ``strict_harness_version``
+        also drive the written ``retrieval_impact.json``.
     workers
         Normalisation worker processes.
     report
@@ -209,6 +210,7 @@ def run_pipeline(
     """
     from retrieval_lib.events.document import EVENTS_DIRNAME
     from retrieval_lib.stats.impact import run_impact
+    from retrieval_lib.stats.paired import matched_summary
     from retrieval_lib.study.loader import prepare_runs
 
     values = dict(params or {})
@@ -253,7 +255,17 @@ def run_pipeline(
     results: list[PipelineResult] = []
     failures: list[str] = []
     for run_dir in run_dirs:
-        run_impact([run_dir], **impact_options)
+        impact = run_impact([run_dir], **impact_options)
+        for result in impact.results.values():
+            for pair in result.pairs.to_dict("records"):
+                log(
+                    f"matched {run_dir.name}, {pair['baseline']} vs {pair['treatment']}: "
+                    + matched_summary(
+                        int(pair["n_matched"]),
+                        int(pair["n_harness_unverified"]),
+                        strict=bool(impact_options.get("strict_harness_version", False)),
+                    )
+                )
         html = nb = None
         if notebook is not None:
             from retrieval_lib.report.execute import render_report

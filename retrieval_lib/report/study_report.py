@@ -44,6 +44,7 @@ _OPTION_PARAMETERS = {
     "baseline": "baseline",
     "treatment": "treatment",
     "exclude_flagged": "exclude_flagged",
+    "strict_harness_version": "strict_harness_version",
 }
 
 

@@ -623,6 +623,8 @@ def per_task_deltas(per_task: pd.DataFrame, metric: str) -> pd.DataFrame:
     delta is treatment − baseline. ``result`` is ``"treatment"`` (delta > 0),
     ``"baseline"`` (delta < 0), ``"tie"`` or ``"missing"`` (a side has no value). Higher is
     taken as better, so use it for reward and retrieval metrics, not cost or time.
+    ``harness_version_unverified`` and ``harness_version_note`` follow when ``per_task``
+    has them (a pair matched although a side's harness version is unknown).
 
     Examples
     --------
@@ -661,6 +663,11 @@ def per_task_deltas(per_task: pd.DataFrame, metric: str) -> pd.DataFrame:
         },
         columns=columns,
     )
+    if "harness_version_unverified" in per_task.columns:
+        flags = per_task["harness_version_unverified"]
+        out["harness_version_unverified"] = flags.fillna(False).astype(bool).to_numpy()
+        notes = per_task.get("harness_version_note", pd.Series(None, index=per_task.index))
+        out["harness_version_note"] = [None if pd.isna(n) else str(n) for n in notes]
     return out.sort_values(["baseline", "treatment", "task_name"], kind="mergesort").reset_index(
         drop=True
     )

@@ -29,7 +29,8 @@ What each part means
 * ``unmatched``: every task left out of a pair, with the reason. Unmatched trials still
   count in ``config_summary`` (per-config outcome aggregates over all trials).
 
-Pooling across runs matches tasks by canonical task name, model and harness version,
+Pooling across runs matches tasks by canonical task name, model and harness version
+(an unknown version is no difference; see :func:`~retrieval_lib.stats.paired.match_tasks`),
 whatever run they come from (a task run in several runs is a repeated trial). With
 ``combine="latest"`` a pooled table needs ``started_at`` to tell which run's latest
 trial is the latest; without it the analysis is refused.
@@ -105,7 +106,7 @@ __all__ = [
     "run_impact",
 ]
 
-IMPACT_SCHEMA_VERSION = "1.1"
+IMPACT_SCHEMA_VERSION = "1.2"
 IMPACT_FILENAME = "retrieval_impact.json"
 POOLED_FILENAME = "retrieval_impact_pooled.json"
 _TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
@@ -118,6 +119,8 @@ _TEXT_COLUMNS = (
     "benchmark",
     "model",
     "harness_version",
+    "harness_version_source",
+    "harness_version_unknown_reason",
     "tokens_source",
     "cost_source",
     "non_computable_reason",
@@ -127,7 +130,8 @@ _TEXT_COLUMNS = (
 _INTERPRETATION = (
     "Correlations are associations between retrieval metrics and outcomes over trials, "
     "not causal effects. Matched comparisons report treatment minus baseline on tasks "
-    "both configs ran with the same model and harness version."
+    "both configs ran with the same model and harness version (a version that could not be "
+    "read is not a difference: such pairs are flagged harness_version_unverified)."
 )
 
 
@@ -138,7 +142,11 @@ class ImpactResult:
     Attributes
     ----------
     pairs : pandas.DataFrame
-        ``baseline, treatment, n_matched, n_unmatched, n_flagged`` per config pair.
+        ``baseline, treatment, n_matched, n_unmatched, n_flagged, n_harness_unverified,
+        n_matched_strict`` per config pair: ``n_matched`` under the rule used,
+        ``n_harness_unverified`` the pairs with an unknown harness version on a side (kept
+        and flagged, or left out under ``strict_harness_version``), ``n_matched_strict``
+        the pairs whose versions are known and equal.
     correlations : pandas.DataFrame
         Metric × outcome associations (see :func:`correlate_metrics`).
     comparisons : pandas.DataFrame
@@ -215,6 +223,7 @@ def analyze_impact(
     combine: str = "mean",
     metrics: str | Sequence[str] = "key",
     exclude_flagged: bool = False,
+    strict_harness_version: bool = False,
     correlate: bool = True,
 ) -> ImpactResult:
     """Correlate metrics with outcomes and compare paired configs on matched tasks.
@@ -243,6 +252,10 @@ def analyze_impact(
     exclude_flagged : bool
         Leave errored and timed-out trials out of the correlations (default: keep them,
         counted in each row's ``n_flagged``).
+    strict_harness_version : bool
+        Match only tasks whose harness versions are known and equal on both sides
+        (default: an unknown version is no difference; such pairs are kept and flagged
+        ``harness_version_unverified`` in ``per_task``).
     correlate : bool
         Compute the correlations (``False``: an empty ``correlations`` table, for callers
         that correlate a wider table themselves, such as a study).
@@ -281,7 +294,12 @@ def analyze_impact(
     pair_rows, comparisons, mcnemars, per_tasks, unmatched = [], [], [], [], []
     for b_name, t_name in pairs:
         match = match_tasks(
-            df, b_name, t_name, combine=combine, value_columns=[*outcome_list, *metric_list]
+            df,
+            b_name,
+            t_name,
+            combine=combine,
+            value_columns=[*outcome_list, *metric_list],
+            strict_harness_version=strict_harness_version,
         )
         comparisons.append(compare_matched(match, n_boot=n_boot, seed=seed, min_n=min_pairs))
         if "passed" in match.value_columns:
@@ -309,6 +327,8 @@ def analyze_impact(
                 "n_matched": match.n_matched,
                 "n_unmatched": int(match.unmatched["task_name"].nunique()),
                 "n_flagged": int(match.keys["flagged"].sum()),
+                "n_harness_unverified": match.n_unverified,
+                "n_matched_strict": match.n_matched_strict,
             }
         )
 
@@ -336,8 +356,10 @@ def analyze_impact(
         "rank (spearman, auc) or linear (pearson, point_biserial); one test per metric x "
         "outcome",
         "comparison_p_adjust_family": "the outcomes and metrics of one config pair (Holm)",
-        "matching": "same canonical task name, model and harness version (missing == missing), "
-        "valid reward on both sides",
+        "matching": "same canonical task name and model (missing == missing), valid reward "
+        "on both sides; known harness versions must be equal, an unknown one is no difference "
+        "(the pair is flagged harness_version_unverified)",
+        "strict_harness_version": bool(strict_harness_version),
         "wilcoxon": "zeros dropped, average ranks; exact by enumerating all 2^n sign flips "
         "for n <= 20 non-zero deltas (exact without ties up to 50), else normal approximation "
         "with tie-corrected variance and continuity correction",
@@ -347,9 +369,7 @@ def analyze_impact(
         "flagged_trials_in_correlations": "excluded" if exclude_flagged else "kept",
     }
     return ImpactResult(
-        pairs=pd.DataFrame(
-            pair_rows, columns=["baseline", "treatment", "n_matched", "n_unmatched", "n_flagged"]
-        ),
+        pairs=pd.DataFrame(pair_rows, columns=analyze_impact_columns()["pairs"]),
         correlations=correlations,
         comparisons=stack(
             comparisons,
@@ -556,6 +576,7 @@ def run_impact(
     pool: str | os.PathLike[str] | None = None,
     metrics: str | Sequence[str] = "key",
     exclude_flagged: bool = False,
+    strict_harness_version: bool = False,
 ) -> ImpactRun:
     """Analyse each run's metrics table and write ``retrieval_impact.json`` beside it.
 
@@ -564,6 +585,7 @@ def run_impact(
     paths : sequence of path
         Run folders, folders of runs, or metrics tables.
     baseline, treatment, seed, n_boot, min_n, min_pairs, combine, metrics, exclude_flagged
+    strict_harness_version
         As in :func:`analyze_impact` (the same defaults).
     pool : path, optional
         Also analyse all tables together and write the result here (a ``.json`` file
@@ -595,6 +617,7 @@ def run_impact(
         combine=combine,
         metrics=metrics,
         exclude_flagged=exclude_flagged,
+        strict_harness_version=strict_harness_version,
     )
     results: dict[Path, ImpactResult] = {}
     frames: list[pd.DataFrame] = []
@@ -653,6 +676,7 @@ _TEXT_RESULT_COLUMNS = frozenset(
         "task_name",
         "model",
         "harness_version",
+        "harness_version_note",
         "benchmark",
         "side",
         "config_name",
@@ -664,7 +688,7 @@ _TEXT_RESULT_COLUMNS = frozenset(
         ),
     }
 )
-_BOOL_RESULT_COLUMNS = frozenset({"computable", "flagged"})
+_BOOL_RESULT_COLUMNS = frozenset({"computable", "flagged", "harness_version_unverified"})
 _TABLE_KEYS = (
     "pairs",
     "correlations",
@@ -781,7 +805,15 @@ def analyze_impact_columns() -> dict[str, list[str]]:
     from retrieval_lib.stats.correlation import CORRELATION_COLUMNS
 
     return {
-        "pairs": ["baseline", "treatment", "n_matched", "n_unmatched", "n_flagged"],
+        "pairs": [
+            "baseline",
+            "treatment",
+            "n_matched",
+            "n_unmatched",
+            "n_flagged",
+            "n_harness_unverified",
+            "n_matched_strict",
+        ],
         "correlations": [
             "group",
             *CORRELATION_COLUMNS,

@@ -90,6 +90,8 @@ def test_analyze_impact_tables(table):
             "n_matched": 6,
             "n_unmatched": 1,
             "n_flagged": 1,
+            "n_harness_unverified": 0,
+            "n_matched_strict": 6,
         }
     ]
     # the comparisons are exactly those of the building blocks
