@@ -529,7 +529,11 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     "(pip install 'retrieval_lib[parquet]')"
                 ) from None
             return pd.read_parquet(table)
-        return pd.read_csv(table, dtype={c: "string" for c in _TEXT_COLUMNS})
+        # round_trip: the floats evaluate wrote, to the last bit (pandas < 3 reads them
+        # with a faster parser that can be one unit in the last place off)
+        return pd.read_csv(
+            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision="round_trip"
+        )
     except InputError:
         raise
     except Exception as exc:  # any parser error becomes one clear message
