@@ -28,7 +28,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
+from retrieval_lib.io import parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     TaskIndex,
@@ -164,16 +164,6 @@ class NormalizeReport:
             + f"; {mb:.1f} MB of trace in "
             f"{self.seconds:.2f} s ({rate:.1f} MB/s)"
         )
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], int]:
@@ -500,7 +490,7 @@ def _plan(
 
         # Latest by start time, then trial folder name: deterministic even without times.
         def key(i: int) -> tuple[float, str]:
-            moment = _parse_time(results[i].started_at)
+            moment = parse_iso_time(results[i].started_at)
             return (moment.timestamp() if moment else float("-inf"), trials[i].trial_dir.name)
 
         latest.add(max(members, key=key))

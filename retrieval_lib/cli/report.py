@@ -22,7 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="evaluated run folder")
-    parser.add_argument("-f", "--parameters", metavar="YAML", help="parameter file (params/*.yaml)")
+    parser.add_argument(
+        "-f",
+        "--parameters",
+        metavar="YAML",
+        help="parameter file: a path, or the name of a shipped one (example, kb_example, template)",
+    )
     parser.add_argument(
         "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
     )
@@ -30,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--notebook",
         default="run_analysis",
         metavar="NAME",
-        help="shipped notebook name (run_analysis, kb_compare) or a path to an .ipynb",
+        help="name of a shipped notebook (run_analysis, kb_compare, ...) or a path to an .ipynb",
     )
     parser.add_argument(
         "--strict-harness-version",

@@ -22,7 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
     )
-    parser.add_argument("-f", "--parameters", metavar="YAML", help="notebook parameter file")
+    parser.add_argument(
+        "-f",
+        "--parameters",
+        metavar="YAML",
+        help="notebook parameter file: a path, or the name of a shipped one (example, template)",
+    )
     parser.add_argument(
         "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
     )

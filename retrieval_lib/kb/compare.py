@@ -206,10 +206,9 @@ def paired_delta_stats(
 ) -> dict[str, Any]:
     """Mean of paired deltas, seeded percentile bootstrap CI, Wilcoxon signed-rank test.
 
-    The bootstrap resamples the n deltas with replacement ``n_bootstrap`` times. It is
-    drawn as multinomial counts over the distinct delta values, which has exactly the
-    distribution of resampling (the mean depends only on how often each value is drawn)
-    and costs O(distinct values) per resample instead of O(n).
+    The bootstrap is the library's one bootstrap of a mean,
+    :func:`retrieval_lib.stats.paired.bootstrap_mean_ci`: ``n_bootstrap`` resamples of
+    the n deltas with replacement, ``alpha = 1 - confidence``.
 
     Examples
     --------
@@ -237,12 +236,11 @@ def paired_delta_stats(
         out["reason"] = "no query is computable on both sides"
         return out
     out["mean_delta"] = float(values.mean())
-    rng = np.random.default_rng(seed)
-    distinct, counts = np.unique(values, return_counts=True)
-    draws = rng.multinomial(n, counts / n, size=n_bootstrap)
-    means = draws @ distinct / n
-    alpha = (1.0 - confidence) / 2.0
-    out["ci_low"], out["ci_high"] = (float(x) for x in np.quantile(means, [alpha, 1 - alpha]))
+    from retrieval_lib.stats.paired import bootstrap_mean_ci
+
+    out["ci_low"], out["ci_high"] = bootstrap_mean_ci(
+        values, n_boot=n_bootstrap, seed=seed, alpha=1.0 - confidence
+    )
     nonzero = int(np.count_nonzero(values))
     wilcoxon: dict[str, Any] = {
         "statistic": math.nan,

@@ -6,7 +6,7 @@ One function per statistical test, each returning a tidy DataFrame with stable c
   ``auc``, ``correlate_metrics`` (associations, never causal claims);
 * :mod:`retrieval_lib.stats.paired`: ``pair_configs``, ``match_tasks``,
   ``paired_comparison``, ``compare_matched``, ``mcnemar_exact``, and the building blocks
-  ``wilcoxon_signed_rank`` (exact by sign-flip enumeration up to 20 non-zero deltas) and
+  ``wilcoxon_signed_rank`` (exact up to 20 non-zero tied deltas, 50 untied) and
   ``bootstrap_mean_ci`` (the library's one bootstrap of a mean);
 * :mod:`retrieval_lib.stats.columns`: ``KEY_METRICS`` (the default metric family),
   ``metric_columns``, ``resolve_metrics``;

@@ -64,7 +64,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -529,7 +529,15 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     "(pip install 'retrieval_lib[parquet]')"
                 ) from None
             return pd.read_parquet(table)
-        return pd.read_csv(table, dtype={c: "string" for c in _TEXT_COLUMNS})
+        # the floats evaluate wrote, to the last bit: pandas < 3 (the only pandas on
+        # Python 3.10) reads them with a parser that can be one unit in the last place
+        # off unless asked for round_trip; pandas 3 reads them exactly, and deprecates it
+        precision: Literal["round_trip"] | None = (
+            "round_trip" if pd.__version__.startswith("2.") else None
+        )
+        return pd.read_csv(
+            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
+        )
     except InputError:
         raise
     except Exception as exc:  # any parser error becomes one clear message
