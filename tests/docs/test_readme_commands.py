@@ -480,7 +480,7 @@ def test_the_parser_reads_lines_continuations_comments_and_promises():
 def test_the_readmes_commands_are_found():
     texts = [c.text for c in COMMANDS]
     assert texts[0].startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[notebooks]'")
-    assert "retrieval-lib report --notebook kb_compare -f params/kb_example.yaml" in texts
+    assert "retrieval-lib report --notebook kb_compare -f kb_example" in texts
     assert any(_is_server(shlex.split(t.split(" && ")[-1])) for t in texts)
     assert sum(c.source.startswith("examples/kb/README.md") for c in COMMANDS) >= 5
     assert not [c.source for c in COMMANDS if "/tmp/" in c.text], "use paths inside the project"
