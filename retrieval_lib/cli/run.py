@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from retrieval_lib.cli._types import positive_int
+from retrieval_lib.cli._types import add_whole_job_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,25 +18,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="run folder or folder of runs")
-    parser.add_argument("--tasks-root", required=True, metavar="DIR", help="task definitions root")
-    parser.add_argument(
-        "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
-    )
-    parser.add_argument(
-        "-f",
-        "--parameters",
-        metavar="YAML",
-        help="notebook parameter file: a path, or the name of a shipped one (example, template)",
-    )
-    parser.add_argument(
-        "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
-    )
-    parser.add_argument(
-        "--strict-harness-version",
-        action="store_true",
-        help="match only tasks whose harness versions are known and equal on both sides "
-        "(the report parameter strict_harness_version; default: an unknown version is no "
-        "difference, such pairs are kept and flagged)",
+    add_whole_job_options(
+        parser,
+        parameters_help="notebook parameter file: a path, or the name of a shipped one "
+        "(example, template)",
     )
     return parser
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from retrieval_lib.cli._types import positive_int
+from retrieval_lib.cli._types import add_whole_job_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -21,15 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="run folder, folder of runs, or evaluated run"
     )
-    parser.add_argument("--tasks-root", required=True, metavar="DIR", help="task definitions root")
-    parser.add_argument(
-        "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
-    )
-    parser.add_argument(
-        "-f",
-        "--parameters",
-        metavar="YAML",
-        help="study notebook parameter file (params/study.yaml)",
+    add_whole_job_options(
+        parser,
+        parameters_help="study notebook parameter file: a path, or the name of a shipped one "
+        "(study)",
     )
     parser.add_argument(
         "--config-map",
@@ -39,16 +34,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="count raw config NAME as config family FAMILY (repeatable; extends the default "
         "mapping: baseline -> baseline-local-direct, mcp and sourcegraph_full -> "
         "mcp-remote-direct)",
-    )
-    parser.add_argument(
-        "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
-    )
-    parser.add_argument(
-        "--strict-harness-version",
-        action="store_true",
-        help="pair only trials whose harness versions are both known and equal (the parameter "
-        "strict_harness_version; default: an unknown version is no difference, such pairs "
-        "are flagged)",
     )
     parser.add_argument(
         "--no-report", action="store_true", help="stop after the tables (no notebook, no HTML)"

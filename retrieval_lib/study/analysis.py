@@ -478,42 +478,17 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     config_name, trial_id, trial_name, reward, passed, combined`` (``combined``: the trial had a valid
     reward, so it entered the task's mean), sorted by pair, task, side, run and trial.
     """
-    columns = [
-        "baseline",
-        "treatment",
-        "task_name",
-        "model",
-        "harness_version",
-        "side",
-        "run_id",
-        "config_name",
-        "trial_id",
-        "trial_name",
-        "reward",
-        "passed",
-        "combined",
-    ]
+    key_columns = ["baseline", "treatment", "task_name", "model", "harness_version"]
+    trial_columns = ["run_id", "config_name", "trial_id", "trial_name", "reward", "passed"]
+    columns = [*key_columns[:5], "side", *trial_columns, "combined"]
     if per_task.empty:
         return pd.DataFrame(columns=columns)
-    keys = per_task[["baseline", "treatment", "task_name", "model", "harness_version"]]
+    keys = per_task[key_columns]
     sides = pd.concat(
         [keys.assign(side=side, config_family=keys[side]) for side in ("baseline", "treatment")],
         ignore_index=True,
     )
-    candidates = trials[
-        [
-            "config_family",
-            "task_name",
-            "model",
-            "harness_version",
-            "run_id",
-            "config_name",
-            "trial_id",
-            "trial_name",
-            "reward",
-            "passed",
-        ]
-    ]
+    candidates = trials[["config_family", "task_name", "model", "harness_version", *trial_columns]]
     merged = sides.merge(
         candidates, on=["config_family", "task_name"], how="inner", suffixes=("", "_trial")
     )
