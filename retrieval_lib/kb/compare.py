@@ -207,7 +207,7 @@ def paired_delta_stats(
     """Mean of paired deltas, seeded percentile bootstrap CI, Wilcoxon signed-rank test.
 
     The bootstrap is the library's one bootstrap of a mean,
-    :func:`retrieval_lib.stats.paired.bootstrap_mean_ci`: ``n_bootstrap`` resamples of
+    :func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`: ``n_bootstrap`` resamples of
     the n deltas with replacement, ``alpha = 1 - confidence``.
 
     Examples
@@ -236,7 +236,7 @@ def paired_delta_stats(
         out["reason"] = "no query is computable on both sides"
         return out
     out["mean_delta"] = float(values.mean())
-    from retrieval_lib.stats.paired import bootstrap_mean_ci
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
 
     out["ci_low"], out["ci_high"] = bootstrap_mean_ci(
         values, n_boot=n_bootstrap, seed=seed, alpha=1.0 - confidence
@@ -255,7 +255,7 @@ def paired_delta_stats(
     else:
         # The project's one signed-rank test: exact by enumeration for small n, ties
         # included; tie-corrected normal approximation for large n.
-        from retrieval_lib.stats.paired import wilcoxon_signed_rank
+        from retrieval_lib.stats.paired_tests import wilcoxon_signed_rank
 
         result = wilcoxon_signed_rank(values)
         wilcoxon["statistic"] = float(result.statistic)

@@ -7,7 +7,7 @@ or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
 * a value that cannot be computed is NaN with a ``reason``, never 0, and every aggregate
   carries its ``n``;
 * confidence intervals of means are percentile bootstrap intervals over trials, computed
-  by the one bootstrap of the library (:func:`retrieval_lib.stats.paired.bootstrap_mean_ci`,
+  by the one bootstrap of the library (:func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`,
   ``numpy.random.Generator(PCG64(seed))``), so the same inputs give the same numbers;
 * no statistical test runs here: correlations and matched comparisons come from the
   run's ``retrieval_impact.json`` (:func:`retrieval_lib.stats.impact.impact_for_run`);
@@ -325,7 +325,7 @@ def mean_ci(
         Bootstrap resamples (each draws ``n`` values with replacement).
     seed
         Seed of the bootstrap generator (see
-        :func:`~retrieval_lib.stats.paired.bootstrap_mean_ci`, which does the resampling).
+        :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`, which does the resampling).
 
     Examples
     --------
@@ -335,7 +335,7 @@ def mean_ci(
     >>> mean_ci([0.5]).reason
     'n=1: no interval from a single value'
     """
-    from retrieval_lib.stats.paired import bootstrap_mean_ci
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
 
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")

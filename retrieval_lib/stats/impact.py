@@ -20,7 +20,7 @@ What each part means
 * ``comparisons``: per (baseline, treatment) pair from
   :func:`~retrieval_lib.stats.paired.pair_configs`, the matched tasks of
   :func:`~retrieval_lib.stats.paired.match_tasks` compared metric by metric
-  (:func:`~retrieval_lib.stats.paired.compare_matched`), deltas = treatment − baseline.
+  (:func:`~retrieval_lib.stats.paired_tests.compare_matched`), deltas = treatment − baseline.
   Holm family: the outcomes and the metric family of one config pair.
 * ``mcnemar``: pass/fail per matched task. With repeated trials a side passes a task when
   more than half of its trials passed; a task whose trials split evenly is left out and
@@ -79,14 +79,12 @@ from retrieval_lib.stats.columns import (
     resolve_metrics,
 )
 from retrieval_lib.stats.correlation import correlate_metrics
-from retrieval_lib.stats.paired import (
-    MATCH_KEY_COLUMNS,
+from retrieval_lib.stats.paired import MATCH_KEY_COLUMNS, match_tasks, pair_configs
+from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
     compare_matched,
-    match_tasks,
     mcnemar_exact,
-    pair_configs,
 )
 
 __all__ = [

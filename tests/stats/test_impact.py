@@ -23,7 +23,8 @@ from retrieval_lib.stats.impact import (
     read_metrics_table,
     run_impact,
 )
-from retrieval_lib.stats.paired import compare_matched, match_tasks
+from retrieval_lib.stats.paired import match_tasks
+from retrieval_lib.stats.paired_tests import compare_matched
 
 
 def _trial(

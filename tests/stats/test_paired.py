@@ -9,14 +9,13 @@ import pandas as pd
 import pytest
 
 from retrieval_lib.errors import StatisticsError
-from retrieval_lib.stats.paired import (
+from retrieval_lib.stats.paired import match_tasks, pair_configs
+from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
     bootstrap_mean_ci,
     compare_matched,
-    match_tasks,
     mcnemar_exact,
-    pair_configs,
     paired_comparison,
     wilcoxon_signed_rank,
 )
