@@ -125,7 +125,9 @@ def main() -> int:
     if not (args.quick and manifest.is_file()):
         generate_runs(data, n_tasks=args.tasks, n_runs=args.runs, scale="bench")
     generated = time.perf_counter() - started
-    trials = sum(1 for _ in (data / "runs").rglob("result.json"))
+    from retrieval_lib.runs import discover_runs, discover_trials
+
+    trials = sum(len(discover_trials(run)) for run in discover_runs([data / "runs"]))
     shutil.rmtree(out, ignore_errors=True)
     cli = [
         sys.executable,

@@ -552,7 +552,26 @@ def match_tasks(
     value_columns = list(dict.fromkeys(value_columns))
     require_columns(df, value_columns, what="metrics table")
 
-    work = df[df["config_name"].astype(str).isin([baseline, treatment])].copy()
+    # Only the columns matching reads: a study's table has a hundred, and every per-task
+    # subset below would copy them all.
+    needed = [
+        "config_name",
+        "task_name",
+        "model",
+        "harness_version",
+        "trial_name",
+        "reward",
+        "is_latest_trial",
+        "started_at",
+        "errored",
+        "timed_out",
+        "benchmark",
+        UNKNOWN_REASON_COLUMN,
+        *SOURCE_COLUMNS,
+        *value_columns,
+    ]
+    columns = [c for c in dict.fromkeys(needed) if c in df.columns]
+    work = df.loc[df["config_name"].astype(str).isin([baseline, treatment]), columns].copy()
     for col in dict.fromkeys([*value_columns, "reward"]):
         work[col] = as_float(work[col])
     work["_task"] = work["task_name"].astype(str)
