@@ -20,7 +20,7 @@ import importlib.util
 import io
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +58,7 @@ __all__ = [
     "metric_columns",
     "metrics_table",
     "summarize_run",
+    "summary_record",
     "summary_schema",
     "validate_summary",
 ]
@@ -437,6 +438,102 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(roots)
 
 
+def summary_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a metrics record that :func:`metrics_table` and :func:`summarize_run` read.
+
+    Small (no file lists), so a worker can send it back instead of the whole record;
+    both functions give the same result from it as from the full record.
+    """
+    prov = record["provenance"]
+
+    def ranking(block: Mapping[str, Any]) -> dict[str, Any]:
+        keep = ("computable", "metrics", "file_recall", "context_efficiency", "ttfr")
+        return {key: block[key] for key in keep if key in block}
+
+    funnel = record["funnel"]
+    chunk = record["chunk_level"]
+    taxonomy = record["error_taxonomy"]
+    outcome = record.get("outcome")
+    return {
+        "provenance": {key: prov.get(key) for key in _PROVENANCE_KEYS},
+        "calibration": {
+            key: record["calibration"].get(key)
+            for key in ("candidate_set_size", "candidate_set_size_slice", "evidence_type")
+        },
+        "coverage": {"has_chunk_ground_truth": record["coverage"].get("has_chunk_ground_truth")},
+        "computable": record["computable"],
+        "non_computable_code": record["non_computable_code"],
+        "non_computable_reason": record["non_computable_reason"],
+        "k_values": list(record["k_values"]),
+        "file_level": ranking(record["file_level"]),
+        "read_level": ranking(record["read_level"]),
+        "funnel": {
+            key: funnel[key]
+            for key in ("computable", "surfaced", "read", "edited")
+            if key in funnel
+        },
+        "chunk_level": {
+            key: chunk[key]
+            for key in ("computable", "n_chunks", "recall", "line_overlap")
+            if key in chunk
+        },
+        "utilization": {key: record["utilization"].get(key) for key in _UTIL_COLUMNS.values()},
+        "error_taxonomy": {
+            key: taxonomy[key] for key in ("computable", "counts") if key in taxonomy
+        },
+        "outcome": None if outcome is None else {c: outcome.get(c) for c in OUTCOME_COLUMNS},
+        "source_document": record.get("source_document"),
+    }
+
+
+_PROVENANCE_KEYS = (
+    "run_id",
+    "config_name",
+    "task_name",
+    "trial_name",
+    "benchmark",
+    "model",
+    "harness_version",
+    "is_latest_trial",
+)
+
+
+def _evaluate_document_files(
+    doc_paths: Sequence[Path], ks: Sequence[int]
+) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Load, evaluate (one kernel call for all) and write the metrics file of each document.
+
+    Returns ``(record, None)`` per document, or ``(None, error)`` for one that failed to load.
+    """
+    from retrieval_lib.events.document import load_document
+
+    docs: list[dict[str, Any]] = []
+    loaded: list[Path] = []
+    errors: dict[Path, str] = {}
+    for doc_path in doc_paths:
+        try:
+            docs.append(load_document(doc_path))
+            loaded.append(doc_path)
+        except RetrievalLibError as exc:
+            errors[doc_path] = str(exc)
+    records = evaluate_documents(docs, ks, source_names=[p.name for p in loaded]) if docs else []
+    by_path = dict(zip(loaded, records, strict=True))
+    for doc_path, record in by_path.items():
+        atomic_write_text(
+            doc_path.with_name(metrics_filename(doc_path.name)),
+            dumps_json(record, ndigits=WRITE_NDIGITS),
+        )
+    return [(by_path[p], None) if p in by_path else (None, errors[p]) for p in doc_paths]
+
+
+def _evaluate_document_file(
+    doc_path: Path, ks: Sequence[int]
+) -> tuple[dict[str, Any] | None, str | None]:
+    """One document: write its metrics file, return its :func:`summary_record` (or the error)."""
+    ((record, error),) = _evaluate_document_files([Path(doc_path)], ks)
+    return (None, error) if record is None else (summary_record(record), None)
+
+
 def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
     if importlib.util.find_spec("pyarrow") is not None:
         buffer = io.BytesIO()
@@ -445,7 +542,12 @@ def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
     return atomic_write_text(events_dir / f"{TABLE_BASENAME}.csv", frame.to_csv(index=False))
 
 
-def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResult:
+def evaluate_run(
+    path: str | Path,
+    k: Sequence[int] = DEFAULT_K,
+    *,
+    map_fn: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] | None = None,
+) -> EvaluateResult:
     """Evaluate every document of a run and write the metrics files, summary and table.
 
     Parameters
@@ -454,6 +556,12 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
         A run folder (holding ``retrieval_events/``) or an events folder.
     k
         Cut-offs of the P/R/F1/nDCG metrics.
+    map_fn
+        Runs the per-document work elsewhere: ``map_fn(fn, doc_paths)`` returns
+        ``fn(p)`` for every path, in order (e.g. on a Dask cluster, see
+        :mod:`retrieval_lib.distributed`). Each call loads one document, writes its
+        metrics file and returns only :func:`summary_record` of it, so ``records`` then
+        holds summary records. ``None``: everything in this process.
 
     Returns
     -------
@@ -472,7 +580,7 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     >>> result.documents, result.computable, result.summary_path.name
     (1, 0, 'run_retrieval_summary.json')
     """
-    from retrieval_lib.events.document import find_documents, load_document
+    from retrieval_lib.events.document import find_documents
 
     started = time.perf_counter()
     ks = normalize_k(k)
@@ -482,28 +590,26 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
         raise InputError(
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
-    docs: list[dict[str, Any]] = []
-    loaded: list[Path] = []
+    if map_fn is None:
+        outcomes = _evaluate_document_files(doc_paths, ks)
+    else:
+        # Each document is evaluated (and its metrics file written) where map_fn runs it;
+        # only the small summary record comes back.
+        outcomes = list(map_fn(functools.partial(_evaluate_document_file, ks=ks), doc_paths))
+    records: list[dict[str, Any]] = []
+    metrics_paths: list[Path] = []
     failures: list[tuple[Path, str]] = []
-    for doc_path in doc_paths:
-        try:
-            docs.append(load_document(doc_path))
-            loaded.append(doc_path)
-        except RetrievalLibError as exc:
-            failures.append((doc_path, str(exc)))
-    if not docs:
+    for doc_path, (record, error) in zip(doc_paths, outcomes, strict=True):
+        if record is None:
+            failures.append((doc_path, str(error)))
+        else:
+            records.append(record)
+            metrics_paths.append(doc_path.with_name(metrics_filename(doc_path.name)))
+    if not records:
         raise InputError(
             f"none of the {len(doc_paths)} documents under {events_dir} could be loaded; "
             f"first error: {failures[0][1]}"
         )
-    records = evaluate_documents(docs, ks, source_names=[p.name for p in loaded])
-    metrics_paths = [
-        atomic_write_text(
-            doc_path.with_name(metrics_filename(doc_path.name)),
-            dumps_json(record, ndigits=WRITE_NDIGITS),
-        )
-        for doc_path, record in zip(loaded, records, strict=True)
-    ]
     summary = summarize_run(records)
     summary["counts"]["invalid_documents"] = [
         {
