@@ -273,7 +273,7 @@ def normalize_dask(
     return report
 
 
-def evaluate_dask(path: str | os.PathLike[str], k: Sequence[int], *, map_fn: DaskMapper) -> Any:
+def evaluate_dask(path: str | Path, k: Sequence[int], *, map_fn: DaskMapper) -> Any:
     """:func:`~retrieval_lib.metrics.summary.evaluate_run` with the documents evaluated by
     ``map_fn``; ``result.records`` are summary records."""
     from retrieval_lib.metrics.summary import evaluate_run
