@@ -107,6 +107,8 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
+            # its HTTP server (health checks) on a free port, not the default 8787
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
         ) as cluster,
         Client(cluster) as client,
     ):

@@ -67,6 +67,8 @@ def client():
         processes=True,
         host="127.0.0.1",
         dashboard_address=None,
+        # its HTTP server (health checks) on a free port, not the default 8787
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
     )
     dask_client = Client(cluster)
     try:
@@ -239,6 +241,8 @@ def cluster_processes(tmp_path):
             "--port",
             "0",
             "--no-dashboard",
+            "--dashboard-address",
+            "127.0.0.1:0",
             "--scheduler-file",
             str(scheduler_file),
             log=tmp_path / "scheduler.log",
@@ -266,12 +270,12 @@ def cluster_processes(tmp_path):
             )
         yield address, procs
     finally:
-        for proc in procs.values():
+        # workers first (a worker whose scheduler is gone keeps trying to reconnect)
+        for proc in reversed(procs.values()):
             if proc.poll() is None:
                 proc.terminate()
-        for proc in procs.values():
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
