@@ -286,3 +286,35 @@ def evaluate_dask(path: str | Path, k: Sequence[int], *, map_fn: DaskMapper) -> 
     result = evaluate_run(path, k=k, map_fn=mapper)
     remove_orphaned_temporaries([result.events_dir])
     return result
+
+
+#: Runs whose documents are in flight at once in :func:`evaluate_runs_dask`.
+CONCURRENT_RUNS = 4
+
+
+def evaluate_runs_dask(
+    paths: Sequence[str | Path], k: Sequence[int], *, map_fn: DaskMapper
+) -> Iterator[Any]:
+    """:func:`evaluate_dask` of every path, a few runs at a time so the cluster stays busy
+    between runs; yields each path's result (or the ``RetrievalLibError`` it raised), in
+    order.
+
+    Each run's summary and table are still made from that run's records alone, so the
+    files are those :func:`~retrieval_lib.metrics.summary.evaluate_run` writes.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from retrieval_lib.errors import RetrievalLibError
+
+    def one(path: str | Path) -> Any:
+        try:
+            return evaluate_dask(path, k, map_fn=map_fn)
+        except RetrievalLibError as exc:
+            return exc
+
+    paths = list(paths)
+    if len(paths) <= 1:
+        yield from map(one, paths)
+        return
+    with ThreadPoolExecutor(max_workers=min(CONCURRENT_RUNS, len(paths))) as pool:
+        yield from pool.map(one, paths)

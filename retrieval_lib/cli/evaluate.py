@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
@@ -61,21 +60,23 @@ def run(args: argparse.Namespace) -> int:
     roots = find_events_roots(args.paths)
     failed = 0
     with dask_mapper(args, progress=sys.stderr.isatty()) as map_fn:
-        for root in roots:
-            failed += _evaluate_one(root, args.k, map_fn)
+        if map_fn is not None:
+            from retrieval_lib.distributed import evaluate_runs_dask
+
+            for result in evaluate_runs_dask(roots, args.k, map_fn=map_fn):
+                if isinstance(result, Exception):
+                    raise result
+                failed += _print_result(result)
+        else:
+            from retrieval_lib.metrics.summary import evaluate_run
+
+            for root in roots:
+                failed += _print_result(evaluate_run(root, k=args.k))
     return 1 if failed else 0
 
 
-def _evaluate_one(root: Path, k: tuple[int, ...], map_fn: Any) -> int:
-    """Evaluate one events folder, print what was written; return the invalid documents."""
-    from retrieval_lib.metrics.summary import evaluate_run
-
-    if map_fn is not None:
-        from retrieval_lib.distributed import evaluate_dask
-
-        result = evaluate_dask(root, k, map_fn=map_fn)
-    else:
-        result = evaluate_run(root, k=k)
+def _print_result(result: Any) -> int:
+    """Print what one evaluation wrote; return its number of invalid documents."""
     print(
         f"{result.events_dir}: {result.documents} documents, {result.computable} "
         f"computable, {len(result.failures)} invalid, {result.seconds:.2f} s"

@@ -343,12 +343,7 @@ def _evaluate_one(events_dir: Path, k: Sequence[int], map_fn: Any = None) -> tup
     if not events_dir.is_dir():
         return "no document was written"
     try:
-        if map_fn is not None:
-            from retrieval_lib.distributed import evaluate_dask
-
-            result = evaluate_dask(events_dir, k, map_fn=map_fn)
-        else:
-            result = evaluate_run(events_dir, k=k)
+        result = evaluate_run(events_dir, k=k)
     except RetrievalLibError as exc:
         return str(exc)
     return result.documents, result.computable
@@ -360,7 +355,18 @@ def _evaluate_all(
     """Evaluate runs, one per worker process when there are several of each (or each
     run's documents on the Dask cluster of ``map_fn``)."""
     if map_fn is not None:
-        return [_evaluate_one(d, k, map_fn) for d in events_dirs]
+        from retrieval_lib.distributed import evaluate_runs_dask
+
+        present = [d for d in events_dirs if d.is_dir()]
+        done = dict(zip(present, evaluate_runs_dask(present, k, map_fn=map_fn), strict=True))
+        return [
+            "no document was written"
+            if d not in done
+            else str(done[d])
+            if isinstance(done[d], RetrievalLibError)
+            else (done[d].documents, done[d].computable)
+            for d in events_dirs
+        ]
     if workers > 1 and len(events_dirs) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
