@@ -47,6 +47,7 @@ from typing import Any
 __all__ = [
     "DaskMapper",
     "DaskSpec",
+    "RunEvaluation",
     "dask_client",
     "dask_mapper",
     "evaluate_dask",
@@ -151,6 +152,37 @@ class DaskMapper:
             size = max(1, min(MAX_BATCH, math.ceil(n / (4 * workers))))
         return [(start, min(n, start + size)) for start in range(0, n, size)]
 
+    def submit(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> tuple[list[Any], list[tuple[int, int]]]:
+        """Submit ``fn`` over ``items`` in batches; return the futures and each one's
+        ``(start, stop)`` span of ``items``."""
+        spans = self._batches(len(items))
+        self.last_tasks = len(spans)
+        task = functools.partial(_run_batch, fn)
+        futures = self.client.map(task, [items[a:b] for a, b in spans], pure=False)
+        return futures, spans
+
+    def follow(
+        self,
+        futures: Sequence[Any],
+        spans: Sequence[tuple[int, int]],
+        on_done: Callable[[int], Any] | None = None,
+    ) -> dict[int, BaseException]:
+        """Wait for every future without fetching its result; ``on_done(n)`` as each
+        task of ``n`` items ends; return the exception of each failed task by index."""
+        from distributed import as_completed
+
+        index = {future.key: i for i, future in enumerate(futures)}
+        errors: dict[int, BaseException] = {}
+        for future in as_completed(futures):
+            i = index[future.key]
+            if future.status == "error":
+                errors[i] = future.exception()
+            if on_done is not None:
+                on_done(spans[i][1] - spans[i][0])
+        return errors
+
     def __call__(
         self,
         fn: Callable[[Any], Any],
@@ -169,17 +201,12 @@ class DaskMapper:
         items = list(items)
         if not items:
             return []
-        spans = self._batches(len(items))
-        self.last_tasks = len(spans)
-        task = functools.partial(_run_batch, fn)
-        futures = self.client.map(task, [items[a:b] for a, b in spans], pure=False)
+        futures, spans = self.submit(fn, items)
         index = {future.key: i for i, future in enumerate(futures)}
         results: list[Any] = [None] * len(items)
         bar = None
         if on_done is None and self.progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(items), unit="trial", file=sys.stderr, leave=False)
+            bar = _progress_bar(len(items))
             on_done = bar.update
         try:
             for future in as_completed(futures):
@@ -199,6 +226,12 @@ class DaskMapper:
             for future in futures:
                 future.release()
         return results
+
+
+def _progress_bar(total: int | None, unit: str = "trial") -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False)
 
 
 @contextlib.contextmanager
@@ -275,16 +308,79 @@ def normalize_dask(
     return report
 
 
-def evaluate_dask(path: str | Path, k: Sequence[int], *, map_fn: DaskMapper) -> Any:
-    """:func:`~retrieval_lib.metrics.summary.evaluate_run` with the documents evaluated by
-    ``map_fn``; ``result.records`` are summary records."""
-    from retrieval_lib.metrics.summary import evaluate_run
+@dataclass
+class RunEvaluation:
+    """What evaluating one events folder on the cluster wrote (small; no records)."""
 
-    def mapper(fn: Callable[[Any], Any], doc_paths: Sequence[Any]) -> list[Any]:
-        return map_fn(fn, doc_paths, on_error=_failed_evaluation)
+    events_dir: Path
+    documents: int
+    computable: int
+    metrics_paths: list[Path]
+    summary_path: Path
+    table_path: Path
+    failures: list[tuple[Path, str]]
+    seconds: float = 0.0
 
-    result = evaluate_run(path, k=k, map_fn=mapper)
+
+def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> RunEvaluation:
+    """On a worker: the run summary and table from every document's summary record."""
+    from retrieval_lib.metrics.summary import write_run_outputs
+
+    outcomes = [outcome for part in parts for outcome in part]
+    result = write_run_outputs(events_dir, doc_paths, outcomes)
+    return RunEvaluation(
+        events_dir=result.events_dir,
+        documents=result.documents,
+        computable=result.computable,
+        metrics_paths=result.metrics_paths,
+        summary_path=result.summary_path,
+        table_path=result.table_path,
+        failures=result.failures,
+    )
+
+
+def evaluate_dask(
+    path: str | Path,
+    k: Sequence[int],
+    *,
+    map_fn: DaskMapper,
+    on_done: Callable[[int], Any] | None = None,
+) -> RunEvaluation:
+    """:func:`~retrieval_lib.metrics.summary.evaluate_run` on the cluster of ``map_fn``.
+
+    Each task evaluates a batch of documents and writes their metrics files; their
+    summary records go, worker to worker, to one last task that writes the run summary
+    and the metrics table. The driver receives only the returned :class:`RunEvaluation`.
+    """
+    import time
+
+    from retrieval_lib.errors import InputError
+    from retrieval_lib.events.document import find_documents
+    from retrieval_lib.metrics.stages import EVENTS_SUFFIX, normalize_k
+    from retrieval_lib.metrics.summary import _events_dir, evaluate_document_file
+
+    started = time.perf_counter()
+    events_dir = _events_dir(Path(path))
+    doc_paths = find_documents([events_dir])
+    if not doc_paths:
+        raise InputError(
+            f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
+        )
+    fn = functools.partial(evaluate_document_file, ks=normalize_k(k))
+    futures, spans = map_fn.submit(fn, doc_paths)
+    try:
+        errors = map_fn.follow(futures, spans, on_done)
+        parts = [
+            [_failed_evaluation(p, errors[i]) for p in doc_paths[a:b]] if i in errors else future
+            for i, (future, (a, b)) in enumerate(zip(futures, spans, strict=True))
+        ]
+        finish = map_fn.client.submit(_write_outputs, events_dir, doc_paths, *parts, pure=False)
+        result: RunEvaluation = finish.result()
+    finally:
+        for future in futures:
+            future.release()
     remove_orphaned_temporaries([result.events_dir])
+    result.seconds = time.perf_counter() - started
     return result
 
 
@@ -308,13 +404,18 @@ def evaluate_runs_dask(
 
     def one(path: str | Path) -> Any:
         try:
-            return evaluate_dask(path, k, map_fn=map_fn)
+            return evaluate_dask(path, k, map_fn=map_fn, on_done=bar.update if bar else None)
         except RetrievalLibError as exc:
             return exc
 
     paths = list(paths)
-    if len(paths) <= 1:
-        yield from map(one, paths)
-        return
-    with ThreadPoolExecutor(max_workers=min(CONCURRENT_RUNS, len(paths))) as pool:
-        yield from pool.map(one, paths)
+    bar = _progress_bar(None, "document") if map_fn.progress else None
+    try:
+        if len(paths) <= 1:
+            yield from map(one, paths)
+            return
+        with ThreadPoolExecutor(max_workers=min(CONCURRENT_RUNS, len(paths))) as pool:
+            yield from pool.map(one, paths)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -101,8 +101,9 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
         result = evaluate_dask(run, (1, 3, 5, 10), map_fn=mapper)
         assert result.documents == len(list(run.rglob("*.retrieval_events.json")))
         assert mapper.last_tasks == -(-result.documents // 3)
-        # summary records, not whole metrics records, crossed the network
-        assert "near_misses" not in json.dumps(result.records[0])
+        # the run summary and table were written by a worker: no record came back
+        assert not hasattr(result, "records")
+        assert result.summary_path.is_file() and result.failures == []
     _assert_same_tree(tmp_path / "single", tmp_path / "dask")
 
 

@@ -20,7 +20,7 @@ import importlib.util
 import io
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,12 +53,14 @@ __all__ = [
     "SUMMARY_SCHEMA_VERSION",
     "TABLE_BASENAME",
     "EvaluateResult",
+    "evaluate_document_file",
     "evaluate_run",
     "find_events_roots",
     "metric_columns",
     "metrics_table",
     "summarize_run",
     "summary_record",
+    "write_run_outputs",
     "summary_schema",
     "validate_summary",
 ]
@@ -526,7 +528,7 @@ def _evaluate_document_files(
     return [(by_path[p], None) if p in by_path else (None, errors[p]) for p in doc_paths]
 
 
-def _evaluate_document_file(
+def evaluate_document_file(
     doc_path: Path, ks: Sequence[int]
 ) -> tuple[dict[str, Any] | None, str | None]:
     """One document: write its metrics file, return its :func:`summary_record` (or the error)."""
@@ -542,12 +544,7 @@ def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
     return atomic_write_text(events_dir / f"{TABLE_BASENAME}.csv", frame.to_csv(index=False))
 
 
-def evaluate_run(
-    path: str | Path,
-    k: Sequence[int] = DEFAULT_K,
-    *,
-    map_fn: Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]] | None = None,
-) -> EvaluateResult:
+def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResult:
     """Evaluate every document of a run and write the metrics files, summary and table.
 
     Parameters
@@ -556,12 +553,6 @@ def evaluate_run(
         A run folder (holding ``retrieval_events/``) or an events folder.
     k
         Cut-offs of the P/R/F1/nDCG metrics.
-    map_fn
-        Runs the per-document work elsewhere: ``map_fn(fn, doc_paths)`` returns
-        ``fn(p)`` for every path, in order (e.g. on a Dask cluster, see
-        :mod:`retrieval_lib.distributed`). Each call loads one document, writes its
-        metrics file and returns only :func:`summary_record` of it, so ``records`` then
-        holds summary records. ``None``: everything in this process.
 
     Returns
     -------
@@ -590,12 +581,23 @@ def evaluate_run(
         raise InputError(
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
-    if map_fn is None:
-        outcomes = _evaluate_document_files(doc_paths, ks)
-    else:
-        # Each document is evaluated (and its metrics file written) where map_fn runs it;
-        # only the small summary record comes back.
-        outcomes = list(map_fn(functools.partial(_evaluate_document_file, ks=ks), doc_paths))
+    outcomes = _evaluate_document_files(doc_paths, ks)
+    return write_run_outputs(events_dir, doc_paths, outcomes, started=started)
+
+
+def write_run_outputs(
+    events_dir: Path,
+    doc_paths: Sequence[Path],
+    outcomes: Sequence[tuple[dict[str, Any] | None, str | None]],
+    *,
+    started: float | None = None,
+) -> EvaluateResult:
+    """Write the run summary and the metrics table of an evaluated events folder.
+
+    ``outcomes`` holds, per document of ``doc_paths``, its (summary) record and ``None``,
+    or ``None`` and the reason it could not be loaded; the metrics files are already
+    written. ``started`` is the :func:`time.perf_counter` value the evaluation began at.
+    """
     records: list[dict[str, Any]] = []
     metrics_paths: list[Path] = []
     failures: list[tuple[Path, str]] = []
@@ -628,6 +630,6 @@ def evaluate_run(
         metrics_paths=metrics_paths,
         summary_path=summary_path,
         table_path=table_path,
-        seconds=time.perf_counter() - started,
+        seconds=0.0 if started is None else time.perf_counter() - started,
         failures=failures,
     )
