@@ -540,8 +540,36 @@ def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
     if importlib.util.find_spec("pyarrow") is not None:
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
+        _write_dataset(frame, events_dir)
         return atomic_write_bytes(events_dir / f"{TABLE_BASENAME}.parquet", buffer.getvalue())
     return atomic_write_text(events_dir / f"{TABLE_BASENAME}.csv", frame.to_csv(index=False))
+
+
+#: Folder of the run's part of the partitioned metrics dataset (one file per config).
+DATASET_DIRNAME = f"{TABLE_BASENAME}_dataset"
+
+
+def _write_dataset(frame: pd.DataFrame, events_dir: Path) -> list[Path]:
+    """The table again, one Parquet file per config: ``<events>/retrieval_metrics_dataset/
+    <config>.parquet`` (every column kept, ``run_id`` and ``config_name`` included), so
+    the ``retrieval_events`` folders of many runs form one dataset partitioned by run and
+    config. Files of configs the run no longer has are removed."""
+    from retrieval_lib.io import safe_join
+
+    folder = events_dir / DATASET_DIRNAME
+    written = []
+    for config in sorted({str(c) for c in frame["config_name"].dropna()}):
+        part = frame[frame["config_name"] == config].reset_index(drop=True)
+        buffer = io.BytesIO()
+        part.to_parquet(buffer, index=False)
+        written.append(
+            atomic_write_bytes(safe_join(folder, f"{config}.parquet"), buffer.getvalue())
+        )
+    if folder.is_dir():
+        for stale in folder.glob("*.parquet"):
+            if stale.resolve() not in {p.resolve() for p in written}:
+                stale.unlink()
+    return written
 
 
 def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResult:
