@@ -66,6 +66,14 @@ def _replicate(base_runs: Path, dest: Path, trials: int) -> tuple[int, int, int]
     return len(list(dest.iterdir())), made, int(bytes_total * made / (copies * per_copy))
 
 
+def _own_usage() -> tuple[float, float]:
+    """(peak RSS in MB, CPU seconds) of the calling process (run on each Dask worker)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
 def _child(args: argparse.Namespace) -> None:
     """One method, in its own process: prints a JSON line of its figures."""
     import resource
@@ -80,9 +88,9 @@ def _child(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         prepared = prepare_runs([args.runs], args.tasks, out=args.out, workers=workers)
         figures["seconds"] = time.perf_counter() - start
-        figures["worker_peak_mb"] = (
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if workers > 1 else None
-        )
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        figures["worker_peak_mb"] = children.ru_maxrss / 1024 if workers > 1 else None
+        figures["worker_cpu_seconds"] = children.ru_utime + children.ru_stime
     else:
         from retrieval_lib.distributed import DaskSpec, dask_mapper
 
@@ -91,11 +99,13 @@ def _child(args: argparse.Namespace) -> None:
             start = time.perf_counter()
             prepared = prepare_runs([args.runs], args.tasks, out=args.out, map_fn=map_fn)
             figures["seconds"] = time.perf_counter() - start
-            peaks = map_fn.client.run(
-                lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            )
-            figures["worker_peak_mb"] = max(peaks.values())
-    figures["driver_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            usage = map_fn.client.run(_own_usage)
+            figures["worker_peak_mb"] = max(u[0] for u in usage.values())
+            figures["worker_cpu_seconds"] = sum(u[1] for u in usage.values())
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    figures["driver_peak_mb"] = own.ru_maxrss / 1024
+    figures["driver_cpu_seconds"] = own.ru_utime + own.ru_stime
+    figures["cpu_seconds"] = figures["driver_cpu_seconds"] + figures["worker_cpu_seconds"]
     figures["runs"] = len(prepared.events_dirs)
     figures["failures"] = len(prepared.evaluate_failures)
     figures["summary"] = prepared.summary_line
@@ -162,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"{method} failed:\n{done.stderr[-3000:]}")
             figures = json.loads(done.stdout.rpartition("FIGURES=")[2])
             figures["trials_per_second"] = n_trials / figures["seconds"]
+            figures["cpu_ms_per_trial"] = 1e3 * figures["cpu_seconds"] / n_trials
             figures["load_average_at_start"] = load
             methods[method] = figures
             print(
                 f"{method:8s} {figures['seconds']:8.1f} s  {figures['trials_per_second']:7.1f} "
-                f"trials/s  driver {figures['driver_peak_mb']:6.0f} MB  worker "
+                f"trials/s  CPU {figures['cpu_ms_per_trial']:5.1f} ms/trial  "
+                f"driver {figures['driver_peak_mb']:6.0f} MB  worker "
                 f"{figures['worker_peak_mb'] or 0:6.0f} MB  load {load:.1f}"
             )
         results["methods"] = methods
@@ -178,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in ("1", "2"):
             if f"dask-{n}" in methods and f"pool-{n}" in methods:
                 ratio = methods[f"dask-{n}"]["seconds"] / methods[f"pool-{n}"]["seconds"]
+                cpu = methods[f"dask-{n}"]["cpu_seconds"] / methods[f"pool-{n}"]["cpu_seconds"]
                 results[f"dask{n}_over_pool{n}_seconds"] = ratio
-                print(f"dask-{n} seconds per trial / pool-{n}: {ratio:.2f}")
+                results[f"dask{n}_over_pool{n}_cpu"] = cpu
+                print(f"dask-{n} / pool-{n} per trial: wall {ratio:.2f}, CPU {cpu:.2f}")
         if args.study:
             from retrieval_lib.report.study_report import run_study
             from retrieval_lib.study.loader import PreparedRuns

@@ -13,9 +13,10 @@ output path. The worker reads the trace from the shared filesystem, builds the d
 and writes it atomically under ``--out`` itself; only a
 :class:`~retrieval_lib.normalize.TrialOutput` (counts, path, error) comes back.
 Evaluation works alike per document: the worker writes the metrics file beside the
-document and sends back :func:`~retrieval_lib.metrics.summary.summary_record` (about
-2 KB), from which the driver writes the run summary and the metrics table, byte for byte
-what the single-process path writes.
+document and keeps its :func:`~retrieval_lib.metrics.summary.summary_record` (about
+2 KB); one last task per run receives them worker to worker and writes the run summary
+and the metrics tables, byte for byte what the single-process path writes. The driver
+gets counts and paths.
 
 Faults: every task only writes its own files, atomically and idempotently (the same
 input gives the same bytes), so a task that Dask reruns after its worker died neither
@@ -360,7 +361,8 @@ def evaluate_dask(
     from retrieval_lib.metrics.summary import _events_dir, evaluate_document_file
 
     started = time.perf_counter()
-    events_dir = _events_dir(Path(path))
+    # absolute: the workers may run elsewhere, in another working directory
+    events_dir = _events_dir(Path(path)).resolve()
     doc_paths = find_documents([events_dir])
     if not doc_paths:
         raise InputError(
