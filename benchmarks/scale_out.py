@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({trace_bytes / n_trials / 1e3:.1f} KB per trial)"
         )
         methods = {}
-        for method in args.methods.split(","):
+        for method in filter(None, args.methods.split(",")):
             out = work / f"out-{method}"
             shutil.rmtree(out, ignore_errors=True)
             cmd = [sys.executable, __file__, "--child", method, "--runs", str(runs)]
@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             from retrieval_lib.report.study_report import run_study
             from retrieval_lib.study.loader import PreparedRuns
 
-            source = work / f"out-{[m for m in methods if m.startswith('dask')][-1]}"
+            dask_runs = [m for m in methods if m.startswith("dask")] or ["dask-2"]
+            source = work / f"out-{dask_runs[-1]}"  # the last Dask method's (or a kept one)
             dirs, count = [], 0
             for events in sorted(source.glob("*/retrieval_events")):
                 if count >= args.study_trials:

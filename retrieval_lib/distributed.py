@@ -154,13 +154,14 @@ class DaskMapper:
         return [(start, min(n, start + size)) for start in range(0, n, size)]
 
     def submit(
-        self, fn: Callable[[Any], Any], items: Sequence[Any]
+        self, fn: Callable[[Any], Any], items: Sequence[Any], *, batched: bool = False
     ) -> tuple[list[Any], list[tuple[int, int]]]:
         """Submit ``fn`` over ``items`` in batches; return the futures and each one's
-        ``(start, stop)`` span of ``items``."""
+        ``(start, stop)`` span of ``items``. With ``batched``, ``fn`` takes a whole batch
+        (a list) and returns the list of its results."""
         spans = self._batches(len(items))
         self.last_tasks = len(spans)
-        task = functools.partial(_run_batch, fn)
+        task = fn if batched else functools.partial(_run_batch, fn)
         futures = self.client.map(task, [items[a:b] for a, b in spans], pure=False)
         return futures, spans
 
@@ -358,7 +359,7 @@ def evaluate_dask(
     from retrieval_lib.errors import InputError
     from retrieval_lib.events.document import find_documents
     from retrieval_lib.metrics.stages import EVENTS_SUFFIX, normalize_k
-    from retrieval_lib.metrics.summary import _events_dir, evaluate_document_file
+    from retrieval_lib.metrics.summary import _events_dir, evaluate_document_files
 
     started = time.perf_counter()
     # absolute: the workers may run elsewhere, in another working directory
@@ -368,8 +369,9 @@ def evaluate_dask(
         raise InputError(
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
-    fn = functools.partial(evaluate_document_file, ks=normalize_k(k))
-    futures, spans = map_fn.submit(fn, doc_paths)
+    # a batch of documents goes through the metrics kernel in one call, as in one process
+    fn = functools.partial(evaluate_document_files, ks=normalize_k(k))
+    futures, spans = map_fn.submit(fn, doc_paths, batched=True)
     try:
         errors = map_fn.follow(futures, spans, on_done)
         parts = [

@@ -53,7 +53,7 @@ __all__ = [
     "SUMMARY_SCHEMA_VERSION",
     "TABLE_BASENAME",
     "EvaluateResult",
-    "evaluate_document_file",
+    "evaluate_document_files",
     "evaluate_run",
     "find_events_roots",
     "metric_columns",
@@ -528,12 +528,15 @@ def _evaluate_document_files(
     return [(by_path[p], None) if p in by_path else (None, errors[p]) for p in doc_paths]
 
 
-def evaluate_document_file(
-    doc_path: Path, ks: Sequence[int]
-) -> tuple[dict[str, Any] | None, str | None]:
-    """One document: write its metrics file, return its :func:`summary_record` (or the error)."""
-    ((record, error),) = _evaluate_document_files([Path(doc_path)], ks)
-    return (None, error) if record is None else (summary_record(record), None)
+def evaluate_document_files(
+    doc_paths: Sequence[Path], ks: Sequence[int]
+) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Documents (one kernel call for all): write their metrics files; return per document
+    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load."""
+    return [
+        (None, error) if record is None else (summary_record(record), None)
+        for record, error in _evaluate_document_files([Path(p) for p in doc_paths], ks)
+    ]
 
 
 def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
