@@ -72,6 +72,8 @@ class DaskSpec:
     scheduler: str | None = None
     workers: int | None = None
     batch_size: int | None = None
+    #: Seconds to wait for the scheduler to answer.
+    timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if (self.scheduler is None) == (self.workers is None):
@@ -99,7 +101,13 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
             "--scheduler/--dask-workers need Dask: pip install 'retrieval_lib[dask]'"
         ) from exc
     if spec.scheduler is not None:
-        with Client(spec.scheduler, timeout="30s") as client:
+        from retrieval_lib.errors import InputError
+
+        try:
+            client = Client(spec.scheduler, timeout=spec.timeout)
+        except (OSError, TimeoutError) as exc:
+            raise InputError(f"cannot reach the Dask scheduler {spec.scheduler}: {exc}") from None
+        with client:
             yield client
         return
     with (

@@ -222,6 +222,22 @@ def test_without_the_options_dask_is_never_imported(tmp_path):
     assert list(tmp_path.rglob("*.retrieval_metrics.json"))  # it did run
 
 
+def test_an_unreachable_scheduler_is_an_input_error():
+    import socket
+
+    from retrieval_lib.distributed import DaskSpec, dask_client
+    from retrieval_lib.errors import InputError
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with (
+        pytest.raises(InputError, match="cannot reach the Dask scheduler"),
+        dask_client(DaskSpec(scheduler=f"tcp://127.0.0.1:{port}", timeout=1)),
+    ):
+        pass
+
+
 def test_the_dask_options_exclude_each_other(capsys):
     from retrieval_lib.cli import main
 
