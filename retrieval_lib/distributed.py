@@ -59,6 +59,10 @@ __all__ = [
 #: Trials per task unless told: enough to amortise the scheduler's per-task cost
 #: (about 1 ms), few enough that a rerun after a lost worker is cheap.
 MAX_BATCH = 32
+#: Documents per evaluation task unless told: evaluating one takes a few ms, and several
+#: runs are in flight at once (:data:`CONCURRENT_RUNS`), so a run of up to this many
+#: documents is one task (plus the one writing its summary).
+EVALUATE_BATCH = 128
 
 
 @dataclass(frozen=True)
@@ -154,20 +158,28 @@ class DaskMapper:
         #: Tasks submitted by the last call (for tests and benchmarks).
         self.last_tasks = 0
 
-    def _batches(self, n: int) -> list[tuple[int, int]]:
+    def _batches(self, n: int, whole: int | None = None) -> list[tuple[int, int]]:
         size = self.batch_size
-        if size is None:
+        if size is None and whole is not None:
+            size = whole
+        elif size is None:
             workers = max(1, len(self.client.scheduler_info().get("workers", {})))
             size = max(1, min(MAX_BATCH, math.ceil(n / (4 * workers))))
         return [(start, min(n, start + size)) for start in range(0, n, size)]
 
     def submit(
-        self, fn: Callable[[Any], Any], items: Sequence[Any], *, batched: bool = False
+        self,
+        fn: Callable[[Any], Any],
+        items: Sequence[Any],
+        *,
+        batched: bool = False,
+        batch_size: int | None = None,
     ) -> tuple[list[Any], list[tuple[int, int]]]:
         """Submit ``fn`` over ``items`` in batches; return the futures and each one's
         ``(start, stop)`` span of ``items``. With ``batched``, ``fn`` takes a whole batch
-        (a list) and returns the list of its results."""
-        spans = self._batches(len(items))
+        (a list) and returns the list of its results. ``batch_size`` replaces the default
+        batch size (not one the mapper was given)."""
+        spans = self._batches(len(items), batch_size)
         self.last_tasks = len(spans)
         task = fn if batched else functools.partial(_run_batch, fn)
         futures = self.client.map(task, [items[a:b] for a, b in spans], pure=False)
@@ -379,7 +391,7 @@ def evaluate_dask(
         )
     # a batch of documents goes through the metrics kernel in one call, as in one process
     fn = functools.partial(evaluate_document_files, ks=normalize_k(k))
-    futures, spans = map_fn.submit(fn, doc_paths, batched=True)
+    futures, spans = map_fn.submit(fn, doc_paths, batched=True, batch_size=EVALUATE_BATCH)
     try:
         errors = map_fn.follow(futures, spans, on_done)
         parts = [
