@@ -443,60 +443,36 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
 def summary_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a metrics record that :func:`metrics_table` and :func:`summarize_run` read.
 
-    Small (no file lists), so a worker can send it back instead of the whole record;
-    both functions give the same result from it as from the full record.
+    Small (no file lists), so a worker can send it on instead of the whole record; both
+    functions give the same result from it as from the full record. Every top-level
+    value and the small blocks (``provenance``, ``coverage``, ``calibration``,
+    ``outcome``) are kept whole; of the per-stage blocks, the fields the table reads.
     """
-    prov = record["provenance"]
 
-    def ranking(block: Mapping[str, Any]) -> dict[str, Any]:
-        keep = ("computable", "metrics", "file_recall", "context_efficiency", "ttfr")
-        return {key: block[key] for key in keep if key in block}
+    def keep(block: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+        return {key: block[key] for key in keys if key in block}
 
-    funnel = record["funnel"]
-    chunk = record["chunk_level"]
-    taxonomy = record["error_taxonomy"]
-    outcome = record.get("outcome")
-    return {
-        "provenance": {key: prov.get(key) for key in _PROVENANCE_KEYS},
-        "calibration": {
-            key: record["calibration"].get(key)
-            for key in ("candidate_set_size", "candidate_set_size_slice", "evidence_type")
-        },
-        "coverage": {"has_chunk_ground_truth": record["coverage"].get("has_chunk_ground_truth")},
-        "computable": record["computable"],
-        "non_computable_code": record["non_computable_code"],
-        "non_computable_reason": record["non_computable_reason"],
-        "k_values": list(record["k_values"]),
-        "file_level": ranking(record["file_level"]),
-        "read_level": ranking(record["read_level"]),
-        "funnel": {
-            key: funnel[key]
-            for key in ("computable", "surfaced", "read", "edited")
-            if key in funnel
-        },
-        "chunk_level": {
-            key: chunk[key]
-            for key in ("computable", "n_chunks", "recall", "line_overlap")
-            if key in chunk
-        },
-        "utilization": {key: record["utilization"].get(key) for key in _UTIL_COLUMNS.values()},
-        "error_taxonomy": {
-            key: taxonomy[key] for key in ("computable", "counts") if key in taxonomy
-        },
-        "outcome": None if outcome is None else {c: outcome.get(c) for c in OUTCOME_COLUMNS},
-        "source_document": record.get("source_document"),
-    }
+    ranking = ("computable", "metrics", "file_recall", "context_efficiency", "ttfr")
+    out = {key: value for key, value in record.items() if key not in _STAGE_BLOCKS}
+    out["file_level"] = keep(record["file_level"], ranking)
+    out["read_level"] = keep(record["read_level"], ranking)
+    out["funnel"] = keep(record["funnel"], ("computable", "surfaced", "read", "edited"))
+    out["chunk_level"] = keep(
+        record["chunk_level"], ("computable", "n_chunks", "recall", "line_overlap")
+    )
+    out["utilization"] = keep(record["utilization"], tuple(_UTIL_COLUMNS.values()))
+    out["error_taxonomy"] = keep(record["error_taxonomy"], ("computable", "counts"))
+    return out
 
 
-_PROVENANCE_KEYS = (
-    "run_id",
-    "config_name",
-    "task_name",
-    "trial_name",
-    "benchmark",
-    "model",
-    "harness_version",
-    "is_latest_trial",
+#: Blocks of a metrics record that :func:`summary_record` cuts down to what is read.
+_STAGE_BLOCKS = (
+    "file_level",
+    "read_level",
+    "funnel",
+    "chunk_level",
+    "utilization",
+    "error_taxonomy",
 )
 
 
