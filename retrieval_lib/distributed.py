@@ -14,7 +14,7 @@ and writes it atomically under ``--out`` itself; only a
 :class:`~retrieval_lib.normalize.TrialOutput` (counts, path, error) comes back.
 Evaluation works alike per document: the worker writes the metrics file beside the
 document and keeps its :func:`~retrieval_lib.metrics.summary.summary_record` (about
-2 KB); one last task per run receives them worker to worker and writes the run summary
+3 KB); one last task per run receives them worker to worker and writes the run summary
 and the metrics tables, byte for byte what the single-process path writes. The driver
 gets counts and paths.
 
