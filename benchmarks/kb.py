@@ -17,17 +17,18 @@ queries and 2% should-refuse queries. Then it times, in process:
 
 and reports peak RSS and the database size. ``compute_aggregate`` and the two compares
 are each run in a fresh subprocess (so each has its own peak RSS), once with the library
-(the columnar path) and, unless ``--no-reference``, once with the reference: the record
-path the library used before the columns (``load_results`` + ``aggregate_from_records`` /
-``compare_records``, still in the library for in-memory records). Both must give the same
-JSON to the byte (checked by SHA-256); the speed-up is reported as a ratio measured in
-the same run. Results are printed and written to ``benchmarks/out/kb.json``.
+(the stored columns) and, unless ``--no-reference``, once with the reference: the same
+runs as records held in memory (``load_results`` + ``aggregate_from_records`` /
+``compare_records``, the Python API, which puts the records into columns with the same
+builder as ingest). Both must give the same JSON to the byte (checked by SHA-256); the
+ratio, measured in the same run, is what reading the stored columns saves over decoding
+every JSON document. Results are printed and written to ``benchmarks/out/kb.json``.
 
 Usage::
 
-    python benchmarks/kb.py                  # 100,000 queries x 10 hits
-    python benchmarks/kb.py --queries 20000  # quicker
-    python benchmarks/kb.py --no-reference   # library path only
+    .venv/bin/python benchmarks/kb.py                  # 100,000 queries x 10 hits
+    .venv/bin/python benchmarks/kb.py --queries 20000  # quicker
+    .venv/bin/python benchmarks/kb.py --no-reference   # library path only
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def _timed(label: str, timings: dict[str, float], func, *args, **kwargs):
 
 
 def reference_aggregate(store: KBStore, run_id: str):
-    """compute_aggregate as it was before the columns (records from the JSON documents)."""
+    """compute_aggregate from records held in memory (decoded from the JSON documents)."""
     run = store.get_run(run_id)
     inventory = store.load_chunks(run_id)
     return aggregate_from_records(
@@ -197,7 +198,7 @@ def reference_aggregate(store: KBStore, run_id: str):
 
 
 def reference_compare(store: KBStore, run_id_a: str, run_id_b: str):
-    """compare_runs as it was before the columns (records from the JSON documents)."""
+    """compare_runs from records held in memory (decoded from the JSON documents)."""
     run_a, run_b = store.get_run(run_id_a), store.get_run(run_id_b)
     chunks_a, chunks_b = store.load_chunks(run_id_a), store.load_chunks(run_id_b)
     return compare_records(
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         help="JSON result file",
     )
     parser.add_argument(
-        "--no-reference", action="store_true", help="skip the reference (record) path"
+        "--no-reference", action="store_true", help="skip the reference (in-memory records)"
     )
     parser.add_argument("--step", choices=sorted(STEPS), help=argparse.SUPPRESS)
     parser.add_argument("--engine", choices=("library", "reference"), help=argparse.SUPPRESS)

@@ -32,9 +32,9 @@ reports the largest absolute difference.
 
 Usage::
 
-    python benchmarks/metrics_kernel.py                    # 100,000 rankings (a few minutes)
-    python benchmarks/metrics_kernel.py --n 20000          # quick run
-    python benchmarks/metrics_kernel.py --methods kernel,floor_dense,pytrec_eval
+    .venv/bin/python benchmarks/metrics_kernel.py                    # 100,000 rankings (a few minutes)
+    .venv/bin/python benchmarks/metrics_kernel.py --n 20000          # quick run
+    .venv/bin/python benchmarks/metrics_kernel.py --methods kernel,floor_dense,pytrec_eval
 
 Prints a table and writes ``benchmarks/out/metrics_kernel.json``.
 """

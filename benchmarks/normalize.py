@@ -12,9 +12,9 @@ Generates synthetic runs in the real layout (``retrieval_lib.synth``), then meas
 
 Usage::
 
-    python benchmarks/normalize.py                       # default: ~1000 trials, ~0.5 MB traces
-    python benchmarks/normalize.py --tasks 20 --trace-mb 5   # several-MB transcripts
-    python benchmarks/normalize.py --tasks 50 --quick
+    .venv/bin/python benchmarks/normalize.py                       # default: ~1000 trials, ~0.5 MB traces
+    .venv/bin/python benchmarks/normalize.py --tasks 20 --trace-mb 5   # several-MB transcripts
+    .venv/bin/python benchmarks/normalize.py --tasks 50 --quick
 
 Results are printed as a table and written to ``benchmarks/out/normalize.json``.
 """

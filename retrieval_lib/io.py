@@ -12,6 +12,7 @@ import functools
 import json
 import math
 import os
+import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +28,7 @@ __all__ = [
     "dumps_json",
     "json_safe",
     "now_iso",
+    "parse_iso_time",
     "safe_join",
 ]
 
@@ -123,6 +125,60 @@ def now_iso() -> str:
     else:
         moment = datetime.now(tz=timezone.utc)
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+# The ISO 8601 forms every supported Python reads alike: a date, an optional time (hours,
+# minutes, seconds, any number of fractional digits), an optional ``Z`` or ``+HH[:MM]``.
+# ``datetime.fromisoformat`` alone accepts more on 3.11+ than on 3.10 (``Z``, 7+ digit
+# fractions, ``+HHMM``), so the same trace would parse differently by interpreter.
+_ISO_TIME = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})"
+    r"(?:(?P<sep>[T ])(?P<clock>\d{2}(?::\d{2}(?::\d{2})?)?)(?:[.,](?P<fraction>\d+))?)?"
+    r"(?P<zone>[Zz]|[+-]\d{2}(?::?\d{2})?)?"
+)
+
+
+def parse_iso_time(value: Any) -> datetime | None:
+    """Parse an ISO 8601 timestamp to an aware datetime (naive times are UTC); None if not one.
+
+    The same on Python 3.10 to 3.13: ``Z`` is UTC, fractions beyond microseconds are
+    truncated, ``+HHMM`` and ``+HH`` offsets are read as ``+HH:MM``.
+
+    Examples
+    --------
+    >>> parse_iso_time("2026-01-02T03:04:05.1234567Z").isoformat()
+    '2026-01-02T03:04:05.123456+00:00'
+    >>> parse_iso_time("2026-01-02 03:04+0130").isoformat()
+    '2026-01-02T03:04:00+01:30'
+    >>> parse_iso_time("2026-01-02").isoformat(), parse_iso_time("yesterday")
+    ('2026-01-02T00:00:00+00:00', None)
+    """
+    if not isinstance(value, str):
+        return None
+    match = _ISO_TIME.fullmatch(value.strip())
+    if match is None:
+        return None
+    text = match["date"]
+    if match["clock"]:
+        text += "T" + match["clock"]
+        if match["fraction"]:
+            text += "." + match["fraction"][:6].ljust(6, "0")
+    zone = match["zone"]
+    if zone:
+        if zone in "Zz":
+            zone = "+00:00"
+        elif len(zone) == 3:
+            zone += ":00"
+        elif ":" not in zone:
+            zone = f"{zone[:3]}:{zone[3:]}"
+        if not match["clock"]:
+            text += "T00:00"
+        text += zone
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:  # out-of-range fields: month 13, hour 25, offset 24:00
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:

@@ -28,7 +28,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,13 @@ from retrieval_lib.events.document import (
     write_document,
 )
 from retrieval_lib.ground_truth import GroundTruth, load_ground_truth
+from retrieval_lib.harness import (
+    TRAJECTORY_SOURCE,
+    resolve_harness_version,
+    trajectory_agent_version,
+    transcript_source,
+)
+from retrieval_lib.io import parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     TaskIndex,
@@ -160,16 +166,6 @@ class NormalizeReport:
         )
 
 
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], int]:
     """Parse the trial's traces; return the (merged) trace, coverage facts and bytes read."""
     reasons: list[str] = []
@@ -177,6 +173,7 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     transcript: ParsedTrace | None = None
     trace_bytes = 0
     truncated = False
+    versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
     traj_path = trial_dir / TRAJECTORY_FILE
     if traj_path.is_file():
@@ -185,8 +182,11 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:
             reasons.append(f"trajectory.json unusable: {exc}")
+            # the agent block may still name the version (e.g. its steps are what broke)
+            versions.append((trajectory_agent_version(traj_path, trial_dir), TRAJECTORY_SOURCE))
         else:
             reasons.extend(f"trajectory: {w}" for w in trajectory.warnings)
+            versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
     transcript_path = next(
         (trial_dir / c for c in TRANSCRIPT_CANDIDATES if (trial_dir / c).is_file()), None
@@ -201,9 +201,12 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         else:
             truncated = transcript.truncated
             reasons.extend(f"transcript ({rel}): {w}" for w in transcript.warnings)
+            versions.append((transcript.harness_version, transcript_source(rel)))
 
+    trace_state = "usable"
     if trajectory is None and transcript is None:
-        if traj_path.is_file() or transcript_path is not None:
+        trace_state = "unusable" if traj_path.is_file() or transcript_path is not None else "absent"
+        if trace_state == "unusable":
             reasons.insert(0, "no usable trace")
         else:
             reasons.insert(
@@ -228,6 +231,8 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
         "trace_source": trace.source if trace is not None else None,
         "transcript_truncated": truncated,
         "reasons": reasons,
+        "trace_versions": versions,
+        "trace_state": trace_state,
     }
     return trace, coverage, trace_bytes
 
@@ -306,6 +311,13 @@ def build_document(
     """Build the document of one trial; return it and the number of trace bytes read."""
     trace, coverage, trace_bytes = _load_trace(trial.trial_dir)
     reasons: list[str] = list(coverage.pop("reasons"))
+    harness = resolve_harness_version(
+        trial.trial_dir,
+        result_version=result.harness_version,
+        trace_versions=coverage.pop("trace_versions"),
+        trace_state=coverage.pop("trace_state"),
+    )
+    reasons.extend(harness.warnings)
     reasons.extend(f"result.json: {w}" for w in result.warnings)
     reasons.extend(f"ground truth: {w}" for w in ground_truth.warnings)
     if not ground_truth.task_dirs:
@@ -338,7 +350,6 @@ def build_document(
         gt_block["chunks"] = list(ground_truth.chunks)
 
     model = result.model or (trace.model if trace else None)
-    harness = result.harness_version or (trace.harness_version if trace else None)
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
         "generator": {"name": "retrieval_lib", "version": __version__},
@@ -352,7 +363,9 @@ def build_document(
             "config_name": trial.config_name,
             "benchmark": benchmark,
             "model": model,
-            "harness_version": harness,
+            "harness_version": harness.version,
+            "harness_version_source": harness.source,
+            "harness_version_unknown_reason": harness.unknown_reason,
             "is_latest_trial": is_latest_trial,
             "trials_for_pair": trials_for_pair,
         },
@@ -477,7 +490,7 @@ def _plan(
 
         # Latest by start time, then trial folder name: deterministic even without times.
         def key(i: int) -> tuple[float, str]:
-            moment = _parse_time(results[i].started_at)
+            moment = parse_iso_time(results[i].started_at)
             return (moment.timestamp() if moment else float("-inf"), trials[i].trial_dir.name)
 
         latest.add(max(members, key=key))

@@ -26,11 +26,11 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 from retrieval_lib.errors import InputError
+from retrieval_lib.io import parse_iso_time
 
 __all__ = [
     "OUTPUT_DIRNAMES",
@@ -468,21 +468,11 @@ def _checked_count(value: Any, where: str, warnings: list[str]) -> int | None:
     return None
 
 
-def _parse_time(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 def _checked_time(value: Any, where: str, warnings: list[str]) -> str | None:
     """An ISO 8601 timestamp string; a present value that is not one is warned about."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, str) and _parse_time(value) is not None:
+    if isinstance(value, str) and parse_iso_time(value) is not None:
         return value
     warnings.append(f"{where} is {_describe(value)}, not an ISO 8601 timestamp; ignored")
     return None
@@ -639,7 +629,7 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
         "result.json agent_execution.finished_at",
         warnings,
     )
-    start_moment, end_moment = _parse_time(agent_start), _parse_time(agent_end)
+    start_moment, end_moment = parse_iso_time(agent_start), parse_iso_time(agent_end)
     seconds = None
     if start_moment is not None and end_moment is not None:
         seconds = (end_moment - start_moment).total_seconds()

@@ -1,10 +1,18 @@
 import json
 import math
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from retrieval_lib.errors import UnsafePathError
-from retrieval_lib.io import atomic_write_json, dumps_json, json_safe, now_iso, safe_join
+from retrieval_lib.io import (
+    atomic_write_json,
+    dumps_json,
+    json_safe,
+    now_iso,
+    parse_iso_time,
+    safe_join,
+)
 
 
 def test_json_safe_turns_nan_and_inf_into_null_and_rounds_only_when_asked():
@@ -56,3 +64,51 @@ def test_atomic_write_gives_the_file_the_usual_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+# ----------------------------------------------------------------- timestamps
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-01-02T03:04:05Z", datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)),
+        ("2026-01-02T03:04:05.5z", datetime(2026, 1, 2, 3, 4, 5, 500000, tzinfo=timezone.utc)),
+        # 3.10's fromisoformat refuses 7 fraction digits, 3.11+ truncates: we truncate
+        (
+            "2026-01-02T03:04:05.1234567Z",
+            datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc),
+        ),
+        ("2026-01-02 03:04:05,25", datetime(2026, 1, 2, 3, 4, 5, 250000, tzinfo=timezone.utc)),
+        (
+            "2026-01-02T03:04+0130",
+            datetime(2026, 1, 2, 3, 4, tzinfo=timezone(timedelta(hours=1, minutes=30))),
+        ),
+        (
+            "2026-01-02T03:04:05-05",
+            datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(-timedelta(hours=5))),
+        ),
+        ("  2026-01-02T03  ", datetime(2026, 1, 2, 3, tzinfo=timezone.utc)),
+        ("2026-01-02", datetime(2026, 1, 2, tzinfo=timezone.utc)),
+        ("2026-01-02Z", datetime(2026, 1, 2, tzinfo=timezone.utc)),
+    ],
+)
+def test_parse_iso_time_reads_the_same_forms_on_every_python(text, expected):
+    moment = parse_iso_time(text)
+    assert moment == expected and moment.utcoffset() == expected.utcoffset()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "yesterday",
+        "2026-13-01T00:00:00Z",
+        "2026-01-02T25:00",
+        "2026-01-02T03:04:05+2400",
+        17,
+        None,
+    ],
+)
+def test_parse_iso_time_gives_none_for_what_is_not_a_timestamp(text):
+    assert parse_iso_time(text) is None

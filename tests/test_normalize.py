@@ -305,6 +305,116 @@ def test_an_unexpected_error_in_one_trial_is_recorded_and_the_run_goes_on(tmp_pa
     assert [p.name for p in find_documents([tmp_path / "out"])] == ["ok.retrieval_events.json"]
 
 
+@needs_corpus
+def test_harness_version_and_its_source_on_the_corpus(corpus_out):
+    out, _ = corpus_out
+    # By hand: every result.json says agent_info.version "unknown"; the transcripts' init
+    # lines say claude_code_version 2.1.62 (design) and 2.1.50 (llamacpp), the trajectories'
+    # agent blocks the same.
+    expected = {
+        (DESIGN, "baseline-local-direct", "django-modeladmin-impact-001"): (
+            "2.1.62",
+            "agent/claude-code.txt init line",
+        ),
+        (DESIGN, "mcp-remote-direct", "django-modeladmin-impact-001"): (
+            "2.1.62",
+            "agent/trajectory.json agent.version",
+        ),
+        (DESIGN, "mcp-remote-direct", "envoy-routeconfig-dep-chain-001"): (
+            "2.1.62",
+            "agent/trajectory.json agent.version",
+        ),
+        ("ccb_test_haiku_022326", "baseline-local-direct", "llamacpp-context-window-search-001"): (
+            "2.1.50",
+            "agent/claude-code.txt init line",
+        ),
+        ("ccb_test_haiku_022326", "mcp-remote-direct", "llamacpp-context-window-search-001"): (
+            "2.1.50",
+            "agent/trajectory.json agent.version",
+        ),
+    }
+    for (run, config, task), (version, source) in expected.items():
+        prov = _doc(out, run, config, task)["provenance"]
+        assert (prov["harness_version"], prov["harness_version_source"]) == (version, source)
+        assert prov["harness_version_unknown_reason"] is None
+
+
+def _with_result_version(folder: Path, version: str) -> None:
+    result = json.loads((folder / "result.json").read_text())
+    result["agent_info"]["version"] = version
+    (folder / "result.json").write_text(json.dumps(result))
+
+
+def test_harness_version_from_a_trajectory_that_is_otherwise_unusable(tmp_path):
+    folder = _write_trial(
+        tmp_path / "r1",
+        "mcp",
+        "2026-01-01__00-00-00",
+        "t-003__ddddddd",
+        "t-003",
+        "2026-01-01T00:00:00",
+        1.0,
+    )
+    _with_result_version(folder, "unknown")
+    trajectory = {
+        "schema_version": "ATIF-v1.2",
+        "agent": {"name": "claude-code", "version": "2.1.62", "model_name": "m1"},
+        "steps": "not a list",
+    }
+    (folder / "agent" / "trajectory.json").write_text(json.dumps(trajectory))
+    doc = normalize_trial(folder, None)
+    prov = doc["provenance"]
+    assert doc["coverage"]["trace_source"] is None  # no usable trace ...
+    assert doc["coverage"]["degraded_reason"].startswith("no usable trace")
+    # ... but the agent block still names the version
+    assert (prov["harness_version"], prov["harness_version_source"]) == (
+        "2.1.62",
+        "agent/trajectory.json agent.version",
+    )
+    assert prov["harness_version_unknown_reason"] is None
+
+
+def test_harness_version_unknown_says_why(tmp_path):
+    run = tmp_path / "r1"
+    no_trace = _write_trial(run, "mcp", "b", "t-004__eeeeeee", "t-004", "2026-01-01T00:00:00", 1.0)
+    _with_result_version(no_trace, "unknown")
+    broken = _write_trial(run, "mcp", "b", "t-005__fffffff", "t-005", "2026-01-01T00:00:00", 1.0)
+    _with_result_version(broken, "")
+    (broken / "agent" / "trajectory.json").write_text('{"agent": {"name": "claude-code", "ver')
+    reasons = {
+        "no trace": normalize_trial(no_trace, None)["provenance"],
+        "no usable trace": normalize_trial(broken, None)["provenance"],
+    }
+    for reason, prov in reasons.items():
+        assert prov["harness_version"] is None and prov["harness_version_source"] is None
+        assert prov["harness_version_unknown_reason"] == reason
+    # cut off after its agent block (an agent killed mid-run): the version is still read
+    (broken / "agent" / "trajectory.json").write_text('{"agent": {"version": "2.1.62"}, "ste')
+    prov = normalize_trial(broken, None)["provenance"]
+    assert (prov["harness_version"], prov["harness_version_source"]) == (
+        "2.1.62",
+        "agent/trajectory.json agent.version",
+    )
+
+
+def test_result_json_version_wins_and_a_disagreeing_trace_is_a_degraded_reason(tmp_path):
+    folder = _write_trial(
+        tmp_path / "r1", "baseline", "b", "t-006__ggggggg", "t-006", "2026-01-01T00:00:00", 1.0
+    )
+    init = {"type": "system", "subtype": "init", "model": "m1", "claude_code_version": "2.1.62"}
+    (folder / "agent" / "claude-code.txt").write_text(json.dumps(init) + "\n")
+    doc = normalize_trial(folder, None)
+    prov = doc["provenance"]
+    assert (prov["harness_version"], prov["harness_version_source"]) == (
+        "1.0.0",
+        "result.json agent_info.version",
+    )
+    assert (
+        "harness version 2.1.62 in agent/claude-code.txt init line differs from 1.0.0 in "
+        "result.json agent_info.version; using 1.0.0"
+    ) in doc["coverage"]["degraded_reasons"]
+
+
 # The corpus (MANIFEST.tsv): 3 tasks x 2 configs = 6 trials, each with a trace (django and
 # envoy baseline: claude-code.txt, their MCP twins: trajectory.json; llamacpp baseline:
 # claude-code.txt, MCP: trajectory.json). File-level ground truth: only django

@@ -10,6 +10,7 @@ the trial or task folder, never a write outside the output folder.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -1215,14 +1216,36 @@ def test_unreadable_trace_folder_gives_a_document_that_says_so(tmp_path: Path) -
     assert doc["coverage"]["degraded_reason"].startswith("no trace")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads chmod 000 files")
-def test_permission_denied_result_json(tmp_path: Path) -> None:  # pragma: no cover - root CI
+def test_permission_denied_result_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trial = _make_run(tmp_path)
-    (trial / "result.json").chmod(0)
+    result = trial / "result.json"
+    result.chmod(0)
+    if os.geteuid() == 0:
+        # root reads a chmod 000 file: refuse the read the way the kernel refuses another
+        # user, so that CI (root in a container) runs this test too
+        real_read_bytes = Path.read_bytes
+
+        def read_bytes(self: Path) -> bytes:
+            if self == result:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+            return real_read_bytes(self)
+
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
     try:
-        assert read_trial_result(trial).warnings[0].startswith("result.json unreadable")
+        warning = read_trial_result(trial).warnings[0]
+        assert warning == "result.json unreadable (Permission denied)"
     finally:
-        (trial / "result.json").chmod(0o644)
+        result.chmod(0o644)
+
+
+def test_result_json_that_no_one_can_read(tmp_path: Path) -> None:
+    # a folder where the file belongs: open() fails for every user, root included
+    trial = _make_run(tmp_path)
+    (trial / "result.json").unlink()
+    (trial / "result.json").mkdir()
+    result = read_trial_result(trial)
+    assert result.warnings[0] == "result.json unreadable (Is a directory)"
+    assert result.task_name == trial.name.split("__")[0] and result.reward is None
 
 
 # ------------------------------------------------------------------ ground truth

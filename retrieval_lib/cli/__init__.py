@@ -7,6 +7,10 @@ import their heavy dependencies inside ``run`` so ``retrieval-lib --help`` and
 
 Exit codes: 0 success, 1 failure (a :class:`~retrieval_lib.errors.RetrievalLibError`
 or a failed check), 2 usage error (argparse).
+
+A command whose optional libraries are missing stops before doing any work, with one
+line naming the extra that installs them (:data:`COMMAND_LIBRARIES`); an optional
+library found missing later (another sub-command path) is reported the same way.
 """
 
 from __future__ import annotations
@@ -34,6 +38,39 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+_NOTEBOOK_LIBRARIES: tuple[str, ...] = (
+    "papermill",
+    "nbformat",
+    "nbconvert",
+    "ipykernel",
+    "matplotlib",
+    "seaborn",
+)
+
+#: Optional libraries (top-level modules) each command needs, checked before it starts;
+#: :data:`retrieval_lib.lazylibs.EXTRA_OF_MODULE` names the extra of each.
+COMMAND_LIBRARIES: dict[str, tuple[str, ...]] = {
+    "impact": ("scipy", "pingouin"),
+    "report": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
+    "run": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
+    "study": ("scipy", "pingouin"),  # its report's libraries: checked when it renders one
+    "demo": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
+}
+
+
+def _missing_extras_message(command: str, modules: Sequence[str]) -> str:
+    from retrieval_lib.lazylibs import EXTRA_OF_MODULE
+
+    extras = sorted({EXTRA_OF_MODULE[m] for m in modules})
+    named = " and ".join(f"'{e}'" for e in extras)
+    plural = "extras" if len(extras) > 1 else "extra"
+    return (
+        f"retrieval-lib {command} needs the {named} {plural}: "
+        f"pip install 'retrieval_lib[{','.join(extras)}]' "
+        f"(not installed: {', '.join(modules)})"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every sub-command registered."""
     parser = argparse.ArgumentParser(
@@ -55,10 +92,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
+    from retrieval_lib.lazylibs import MissingExtraError, missing_extra, missing_modules
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    absent = missing_modules(COMMAND_LIBRARIES.get(args.command, ()))
+    if absent:
+        print(_missing_extras_message(args.command, absent), file=sys.stderr)
+        return 1
     try:
         return int(args._run(args) or 0)
+    except MissingExtraError as exc:
+        print(_missing_extras_message(args.command, [exc.module]), file=sys.stderr)
+        return 1
+    except ImportError as exc:
+        error = missing_extra(exc)
+        if error is None:
+            raise
+        print(_missing_extras_message(args.command, [error.module]), file=sys.stderr)
+        return 1
     except RetrievalLibError as exc:
         print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -82,6 +82,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "(default: keep them, counted in each row's n_flagged)",
     )
     parser.add_argument(
+        "--strict-harness-version",
+        action="store_true",
+        help="match only tasks whose harness versions are known and equal on both sides "
+        "(default: a version that could not be read is no difference; such pairs are kept "
+        "and flagged harness_version_unverified)",
+    )
+    parser.add_argument(
         "--pool",
         metavar="OUT",
         help="also write a pooled analysis of all runs (a .json file or a folder)",
@@ -107,13 +114,19 @@ def _fmt(value: Any, *, signed: bool = True) -> str:
 
 def summarize(result: Any, label: str) -> list[str]:
     """Summary lines of one :class:`~retrieval_lib.stats.impact.ImpactResult`."""
+    from retrieval_lib.stats.paired import matched_summary
+
     lines = [label]
     if result.pairs.empty:
         lines.append("  no baseline/treatment config pair (use --baseline/--treatment)")
     comparisons = result.comparisons
+    strict = bool(result.params.get("strict_harness_version", False))
     for pair in result.pairs.itertuples(index=False):
+        matched = matched_summary(
+            int(pair.n_matched), int(pair.n_harness_unverified), strict=strict
+        )
         lines.append(
-            f"  {pair.baseline} vs {pair.treatment}: {pair.n_matched} matched task(s), "
+            f"  {pair.baseline} vs {pair.treatment}: {matched}; "
             f"{pair.n_unmatched} unmatched, {pair.n_flagged} flagged (errored/timed out)"
         )
         rows = comparisons[
@@ -165,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         pool=args.pool,
         metrics=args.metrics,
         exclude_flagged=args.exclude_flagged,
+        strict_harness_version=args.strict_harness_version,
     )
     for (table, result), written in zip(outcome.results.items(), outcome.written, strict=False):
         print("\n".join(summarize(result, f"{table}:")))

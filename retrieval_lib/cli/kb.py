@@ -223,7 +223,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(report.to_json())
         return 0
-    print(f"{args.run_b} vs {args.run_a} (chunk matching: {report.chunker_version_match})")
+    print(f"{args.run_a} vs {args.run_b} (chunk matching: {report.chunker_version_match})")
     for row in report.metric_rows():
         ci = ""
         if row["paired_n"]:

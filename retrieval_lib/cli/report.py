@@ -22,7 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="evaluated run folder")
-    parser.add_argument("-f", "--parameters", metavar="YAML", help="parameter file (params/*.yaml)")
+    parser.add_argument(
+        "-f",
+        "--parameters",
+        metavar="YAML",
+        help="parameter file: a path, or the name of a shipped one (example, kb_example, template)",
+    )
     parser.add_argument(
         "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
     )
@@ -30,7 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--notebook",
         default="run_analysis",
         metavar="NAME",
-        help="shipped notebook name (run_analysis, kb_compare) or a path to an .ipynb",
+        help="name of a shipped notebook (run_analysis, kb_compare, ...) or a path to an .ipynb",
+    )
+    parser.add_argument(
+        "--strict-harness-version",
+        action="store_true",
+        help="run_analysis: match only tasks whose harness versions are known and equal "
+        "(the parameter strict_harness_version; used when the run has no "
+        "retrieval_impact.json, which otherwise decides)",
     )
     return parser
 
@@ -65,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
     notebook = resolve_notebook(args.notebook)
     spec = notebook_parameters(notebook)
     base = load_params_file(args.parameters) if args.parameters else {}
+    if args.strict_harness_version:
+        if "strict_harness_version" not in spec:
+            raise ReportError(f"{notebook.name} has no strict_harness_version parameter")
+        base["strict_harness_version"] = True
     # Refuse unknown names and bad types before executing anything.
     check_parameters(base, spec, notebook=notebook.name)
     out_root = Path(args.out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from retrieval_lib.cli._types import positive_int
+from retrieval_lib.cli._types import add_whole_job_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -18,13 +18,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="run folder or folder of runs")
-    parser.add_argument("--tasks-root", required=True, metavar="DIR", help="task definitions root")
-    parser.add_argument(
-        "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
-    )
-    parser.add_argument("-f", "--parameters", metavar="YAML", help="notebook parameter file")
-    parser.add_argument(
-        "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
+    add_whole_job_options(
+        parser,
+        parameters_help="notebook parameter file: a path, or the name of a shipped one "
+        "(example, template)",
     )
     return parser
 
@@ -34,5 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.report.pipeline import run_pipeline
 
     params = load_params_file(args.parameters) if args.parameters else {}
+    if args.strict_harness_version:
+        params["strict_harness_version"] = True
     run_pipeline(args.paths, args.tasks_root, args.out, params=params, workers=args.workers)
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
 from retrieval_lib.cli._dask import dask_mapper
-from retrieval_lib.cli._types import positive_int
+from retrieval_lib.cli._types import add_whole_job_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -23,15 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="run folder, folder of runs, or evaluated run"
     )
-    parser.add_argument("--tasks-root", required=True, metavar="DIR", help="task definitions root")
-    parser.add_argument(
-        "--out", default="reports", metavar="DIR", help="output root (default: reports/)"
-    )
-    parser.add_argument(
-        "-f",
-        "--parameters",
-        metavar="YAML",
-        help="study notebook parameter file (params/study.yaml)",
+    add_whole_job_options(
+        parser,
+        parameters_help="study notebook parameter file: a path, or the name of a shipped one "
+        "(study)",
     )
     parser.add_argument(
         "--config-map",
@@ -41,9 +36,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="count raw config NAME as config family FAMILY (repeatable; extends the default "
         "mapping: baseline -> baseline-local-direct, mcp and sourcegraph_full -> "
         "mcp-remote-direct)",
-    )
-    parser.add_argument(
-        "--workers", type=positive_int, default=1, metavar="N", help="normalisation workers"
     )
     parser.add_argument(
         "--no-report", action="store_true", help="stop after the tables (no notebook, no HTML)"
@@ -58,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.study.families import parse_config_map
 
     params = load_params_file(args.parameters) if args.parameters else {}
+    if args.strict_harness_version:
+        params["strict_harness_version"] = True
     config_map = parse_config_map(args.config_map)
     prepared = None
     with dask_mapper(args) as map_fn:

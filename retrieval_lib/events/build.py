@@ -54,11 +54,12 @@ import posixpath
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 import orjson
 
+from retrieval_lib.io import parse_iso_time
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path, split_key
 from retrieval_lib.traces.model import ParsedTrace, ToolCall
 from retrieval_lib.traces.shell import ShellRead, analyze_shell_command, looks_like_file
@@ -215,16 +216,6 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _salient_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -588,7 +579,7 @@ def build_events(
     gt_files = list(ground_truth.files)
     gt_set = frozenset(gt_files)
     paths = _TrialPaths(gt_files, workspace_repos)
-    started = _parse_time(agent_started_at) or _parse_time(trace.started_at)
+    started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
     time_cache: dict[str, datetime | None] = {}
     events: list[dict[str, Any]] = []
     for step_index, call in enumerate(trace.tool_calls):
@@ -659,7 +650,7 @@ def _event(
     elapsed = None
     if started is not None and call.timestamp:
         if call.timestamp not in time_cache:
-            time_cache[call.timestamp] = _parse_time(call.timestamp)
+            time_cache[call.timestamp] = parse_iso_time(call.timestamp)
         at = time_cache[call.timestamp]
         if at is not None:
             seconds = (at - started).total_seconds()

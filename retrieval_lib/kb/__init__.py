@@ -1,8 +1,11 @@
 """RAG knowledge-base evaluation: SQLite run store, aggregate metrics, run comparison.
 
 golden.yaml + results.jsonl (+ chunks.jsonl) ─► :mod:`~retrieval_lib.kb.ingest` ─►
-:mod:`~retrieval_lib.kb.store` (SQLite) ─► :mod:`~retrieval_lib.kb.metrics` /
-:mod:`~retrieval_lib.kb.compare` ─► :mod:`~retrieval_lib.kb.report_md`.
+:mod:`~retrieval_lib.kb.store` (SQLite, each run also in columns) ─►
+:mod:`~retrieval_lib.kb.columns` (per-query values: the one evaluation path; records held
+in memory are put into the same columns) ─► :mod:`~retrieval_lib.kb.metrics` (aggregates) /
+:mod:`~retrieval_lib.kb.compare` ─► :mod:`~retrieval_lib.kb.report_md`. Cut-offs, match
+modes and null reasons: :mod:`~retrieval_lib.kb.definitions`.
 
 The public names below are imported lazily, so ``import retrieval_lib.kb.store`` does
 not pull in numpy.
@@ -35,6 +38,7 @@ _EXPORTS = {
     "render_report_md": "report_md",
     "build_example": "examples",
     "build_example_store": "examples",
+    "write_example": "examples",
 }
 
 __all__ = sorted(_EXPORTS)

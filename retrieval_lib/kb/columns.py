@@ -1,19 +1,28 @@
-"""Columnar form of a run's results, and the vectorised metrics computed from it.
+"""A run's results in columns, and the per-query evaluation computed from them.
 
-A stored run keeps one JSON document per query (``eval_query_results``), which is what
-:meth:`~retrieval_lib.kb.store.KBStore.load_results` returns. Decoding ~1,000,000 hits of
-a 100,000-query run into Python objects cost seconds and gigabytes, so ingest also stores
-the run in columns (``eval_run_columns``, schema version 3): per query its id, error and
-answer; per hit, in query then rank order, integer codes of its ``chunk_id`` and ``doc_id``
-(into per-run dictionaries) and its spans, as packed little-endian arrays. Scores and
-extra fields are not needed by any metric and stay in the JSON documents only.
+This is the one evaluation path of the knowledge-base metrics. Ingest stores each run in
+columns (``eval_run_columns``; see :mod:`retrieval_lib.kb.store`): per query its id,
+error and answer; per hit, in query then rank order, integer codes of its ``chunk_id``
+and ``doc_id`` (into per-run dictionaries) and its spans, as packed little-endian
+arrays. Records held in memory (the Python API, small runs) are put into the same
+columns by :class:`RunColumnsBuilder` (:meth:`RunColumns.from_results`). Scores and extra
+fields are not needed by any metric and stay in the JSON documents only.
 
-:func:`evaluate_columns` and :func:`aggregate_from_columns` compute exactly what
-:func:`~retrieval_lib.kb.metrics.evaluate_queries` and
-:func:`~retrieval_lib.kb.metrics.aggregate_from_records` compute from records (same
-definitions, same floating-point operations, so byte-identical output; a randomised test
-checks it). Matching (which hit is relevant) is done with numpy over all hits at once:
-exact chunk ids as integer keys, the doc + span-overlap fallback over flattened spans.
+:func:`evaluate_columns` gives the per-query values (:class:`PerQueryMetrics`) that
+:mod:`retrieval_lib.kb.metrics` aggregates and :mod:`retrieval_lib.kb.compare` pairs.
+Which hit is relevant:
+
+``"exact"``
+    its ``chunk_id`` is an expected chunk id (integer keys, ``numpy.isin``).
+``"fallback_doc_span"``
+    its ``doc_id`` is the document of an expected chunk and its spans cover at least
+    half of that chunk's characters (``2 * covered >= total``; both span lists merged
+    first, so overlaps count once). The first such expected chunk, in
+    ``expected_chunk_ids`` order, is the one it matched. The kernel is given the matching
+    hits plus a placeholder for the expected region, so a query whose region is known
+    but not retrieved is a miss (0), and one whose expected chunks have no known spans
+    is not computable (NaN, reason in ``not_computable``).
+
 The ranking metrics then come from one call of the shared kernel
 :func:`retrieval_lib.metrics.ranking.evaluate_rankings` per run. Hit@k, RR@10 and R@k
 (k <= 10) of a query depend only on which of its positions 1..10 hold a relevant hit and
@@ -23,12 +32,14 @@ most, whatever the number of queries) is given to the kernel once as a
 *position-coded* ranking ``(1, 2, …, m)`` whose relevant set holds the relevant positions
 plus distinct negative fillers up to the set's size, and the kernel's values are copied
 to the queries with that pattern: the kernel's own values for the original ids.
+``tests/kb/record_oracle.py`` computes the same values record by record, the plain way,
+and the tests check both agree bit for bit on randomised runs.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import accumulate, chain, islice, repeat
@@ -37,26 +48,42 @@ from typing import Any, cast
 import numpy as np
 import orjson
 
+from retrieval_lib.kb.definitions import (
+    K_VALUES,
+    MATCH_EXACT,
+    MRR_CUTOFF,
+    REASON_NO_SPANS,
+    REASON_NOT_IN_INVENTORY,
+    check_mode,
+)
 from retrieval_lib.kb.golden import GoldenSet
 from retrieval_lib.kb.records import QueryResult
 from retrieval_lib.metrics.ranking import evaluate_rankings
 
 __all__ = [
     "COLUMNS_FORMAT",
-    "ColumnsFormatError",
+    "PerQueryMetrics",
     "RunColumns",
     "RunColumnsBuilder",
     "evaluate_columns",
-    "aggregate_from_columns",
+    "stored_format",
 ]
 
-#: Format tag stored in the ``meta`` column. Columns of another format are not read: the
-#: store then falls back to the JSON documents (slower, same results).
+#: Format tag stored in the ``meta`` column. Opening a store whose columns have another
+#: format rebuilds them from the JSON documents (a migration, once).
 COLUMNS_FORMAT = "kb-run-columns/2"
 
 
-class ColumnsFormatError(ValueError):
-    """The stored columns have another format than :data:`COLUMNS_FORMAT`."""
+def stored_format(meta: bytes) -> str | None:
+    """The format tag of an encoded ``meta`` column (None when it has none).
+
+    Examples
+    --------
+    >>> stored_format(b'{"format": "kb-run-columns/1", "rows": 0}')
+    'kb-run-columns/1'
+    """
+    tag = orjson.loads(meta).get("format")
+    return tag if isinstance(tag, str) else None
 
 
 _INT32 = np.dtype("<i4")
@@ -223,7 +250,7 @@ class RunColumns:
             raise ValueError(f"run columns incomplete: missing {missing}")
         meta = orjson.loads(columns["meta"])
         if meta.get("format") != COLUMNS_FORMAT:
-            raise ColumnsFormatError(f"unknown run-columns format {meta.get('format')!r}")
+            raise ValueError(f"run columns of format {meta.get('format')!r}, not {COLUMNS_FORMAT}")
         dtypes = dict(_ARRAY_COLUMNS)
         for name, dtype in meta.get("dtypes", {}).items():
             dtypes[name] = np.dtype(dtype)
@@ -261,9 +288,17 @@ class RunColumns:
 
     @classmethod
     def from_results(cls, results: Mapping[str, QueryResult]) -> RunColumns:
-        """Columns of in-memory results (in the mapping's order)."""
+        """Columns of in-memory results, keyed by query id (rows in the mapping's order).
+
+        Raises
+        ------
+        ValueError
+            A key is not the query id of its result.
+        """
         builder = RunColumnsBuilder()
-        for result in results.values():
+        for query_id, result in results.items():
+            if result.query_id != query_id:
+                raise ValueError(f"result of query {result.query_id!r} is filed under {query_id!r}")
             builder.add(result)
         return builder.build()
 
@@ -384,7 +419,7 @@ def _scored_hits(run: RunColumns, query_ids: Sequence[str]) -> _ScoredHits:
 def _merge_spans(
     groups: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Merge overlapping or touching spans within each group (as ``metrics._merged``).
+    """Merge overlapping or touching spans within each group.
 
     Returns the merged spans sorted by group, then start.
     """
@@ -499,7 +534,7 @@ def _fallback_matches(
     usable = np.flatnonzero(regions.doc_code >= 0)
     region_key = regions.query[usable] * n_docs + regions.doc_code[usable]
     # sorted by (query, doc), then region order: the first match of a hit is the first
-    # region of its query in expected_chunk_ids order, as span_match scans them.
+    # region of its query in expected_chunk_ids order, as the definition says.
     order = usable[np.lexsort((usable, region_key))]
     sorted_key = regions.query[order] * n_docs + regions.doc_code[order]
     hit_key = scored.query * n_docs + run.doc_codes[scored.hit].astype(np.int64)
@@ -542,6 +577,27 @@ def _fallback_matches(
 # -- per-query metrics -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PerQueryMetrics:
+    """Per-query values of one run against a golden set, in golden order.
+
+    Arrays hold NaN where the query is not applicable (no expected chunks, or in
+    fallback mode no known spans for them; no expected documents for recall).
+    ``first_hit_rank`` is the rank of the first relevant hit within the top 10 (None on
+    a miss or when not applicable); ``matched_chunk`` the expected chunk it matched;
+    ``not_computable`` says, per query id, why its chunk-level values are NaN although
+    it has expected chunks.
+    """
+
+    query_ids: list[str]
+    hit_at_k: dict[int, np.ndarray]
+    reciprocal_rank: np.ndarray
+    recall_at_k_doc: dict[int, np.ndarray]
+    first_hit_rank: list[int | None]
+    matched_chunk: list[str | None]
+    not_computable: dict[str, str]
+
+
 #: Deepest rank any metric here looks at (Hit@10, RR@10, R@10): relevant hits below it
 #: change no value, so a pattern records only the relevant positions 1..10.
 _DEPTH = 10
@@ -581,13 +637,27 @@ def evaluate_columns(
     golden: GoldenSet,
     run: RunColumns,
     *,
-    mode: str,
+    mode: str = MATCH_EXACT,
     expected_spans: Mapping[str, Mapping[str, Any]] | None = None,
     inventory_ids: AbstractSet[str] | None = None,
-) -> Any:
-    """:func:`~retrieval_lib.kb.metrics.evaluate_queries` over :class:`RunColumns`.
+) -> PerQueryMetrics:
+    """Per-query hit@k, reciprocal rank (top 10) and recall@k_doc of ``run``.
 
-    Returns the same :class:`~retrieval_lib.kb.metrics.PerQueryMetrics`, value for value.
+    Parameters
+    ----------
+    golden
+        The queries to score, in the order of the result arrays; a query without a
+        result line, or whose line carries an error, is a miss.
+    run
+        The run's columns.
+    mode
+        ``"exact"`` or ``"fallback_doc_span"`` (see the module docstring).
+    expected_spans
+        ``chunk_id -> {"doc_id", "source_spans"}`` of expected chunks (fallback mode).
+    inventory_ids
+        The run's chunk inventory. In exact mode a query none of whose expected chunk ids
+        is in it was chunked by another chunker: its chunk-level values are not
+        computable (NaN, reason in ``not_computable``) rather than a miss.
 
     Examples
     --------
@@ -597,22 +667,11 @@ def evaluate_columns(
     ...                    "expected_chunk_ids": ["c2"]}])
     >>> run = RunColumns.from_results(
     ...     {"q": QueryResult("q", (Hit("c1", "d", 1, None), Hit("c2", "d", 2, None)))})
-    >>> pq = evaluate_columns(g, run, mode="exact")
+    >>> pq = evaluate_columns(g, run)
     >>> float(pq.reciprocal_rank[0]), pq.first_hit_rank
     (0.5, [2])
     """
-    from retrieval_lib.kb.metrics import (
-        K_VALUES,
-        MATCH_EXACT,
-        MATCH_FALLBACK,
-        MRR_CUTOFF,
-        REASON_NO_SPANS,
-        REASON_NOT_IN_INVENTORY,
-        PerQueryMetrics,
-    )
-
-    if mode not in (MATCH_EXACT, MATCH_FALLBACK):
-        raise ValueError(f"unknown chunk-match mode {mode!r}")
+    check_mode(mode)
     n = len(golden)
     scored = _scored_hits(run, golden.ids)
     n_chunks = max(len(run.chunk_ids), 1)
@@ -713,60 +772,3 @@ def _expected_keys(
     owner = np.repeat(np.arange(n, dtype=np.int64), [len(ids) for ids in id_lists])
     known = codes >= 0
     return distinct, owner[known] * n_codes + codes[known], owner[known]
-
-
-# -- aggregate ----------------------------------------------------------------------------
-
-
-def _answer_states(
-    golden: GoldenSet, run: RunColumns
-) -> Iterator[tuple[bool, int, AnswerColumn | None]]:
-    """Per golden query: (ran without error, number of hits, answer when it ran)."""
-    row_of = run.row_of()
-    counts = run.hit_counts().tolist()
-    answers = run.answers()
-    for query in golden:
-        row = row_of.get(query.id)
-        if row is None or run.errors[row] is not None:
-            yield False, 0, None
-        else:
-            yield True, counts[row], answers[row]
-
-
-def aggregate_from_columns(
-    golden: GoldenSet,
-    run: RunColumns,
-    known_chunk_ids: set[str] | None = None,
-    *,
-    mode: str = "exact",
-    expected_spans: Mapping[str, Mapping[str, Any]] | None = None,
-    per_query: Any = None,
-) -> Any:
-    """:func:`~retrieval_lib.kb.metrics.aggregate_from_records` over :class:`RunColumns`.
-
-    Examples
-    --------
-    >>> from retrieval_lib.kb.golden import parse_golden
-    >>> from retrieval_lib.kb.records import Hit
-    >>> g = parse_golden([{"id": "q", "query": "x", "expected_doc_ids": ["d"],
-    ...                    "expected_chunk_ids": ["c1"]}])
-    >>> run = RunColumns.from_results({"q": QueryResult("q", (Hit("c1", "d", 1, 1.0),))})
-    >>> agg = aggregate_from_columns(g, run)
-    >>> agg.hit_at_k[1], agg.mrr, agg.total_queries
-    (1.0, 1.0, 1)
-    """
-    from retrieval_lib.kb.metrics import aggregate_from_states
-
-    if per_query is None:
-        per_query = evaluate_columns(
-            golden, run, mode=mode, expected_spans=expected_spans, inventory_ids=known_chunk_ids
-        )
-    known = set(run.chunk_ids) if known_chunk_ids is None else known_chunk_ids
-    return aggregate_from_states(
-        golden,
-        per_query,
-        _answer_states(golden, run),
-        known_chunk_ids=known,
-        citation_resolution="retrieved_chunks" if known_chunk_ids is None else "chunk_inventory",
-        mode=mode,
-    )

@@ -4,7 +4,7 @@ Chunk matching
     Same ``chunker_version`` (both equal, including both unset) → ``"exact"``: a hit is
     relevant when its ``chunk_id`` is an expected chunk id. Different versions → chunk
     ids are not comparable, so both runs are judged by the ``"fallback_doc_span"``
-    criterion (:func:`retrieval_lib.kb.metrics.span_match`): a hit counts when its
+    criterion (:mod:`retrieval_lib.kb.columns`): a hit counts when its
     ``doc_id`` is expected and its spans cover at least half of the characters of an
     expected chunk of that document. Expected chunk spans come from the golden snapshots
     (resolved from each run's chunk inventory at ingest), run A's first. With
@@ -55,6 +55,7 @@ import enum
 import math
 from collections import Counter
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,20 +63,17 @@ import numpy as np
 import orjson
 
 from retrieval_lib.io import dumps_json
-from retrieval_lib.kb.columns import RunColumns, aggregate_from_columns, evaluate_columns
-from retrieval_lib.kb.exceptions import ChunkerVersionMismatchError
-from retrieval_lib.kb.golden import GoldenQuery, GoldenSet
-from retrieval_lib.kb.metrics import (
+from retrieval_lib.kb.columns import PerQueryMetrics, RunColumns, evaluate_columns
+from retrieval_lib.kb.definitions import (
     K_VALUES,
     MATCH_EXACT,
     MATCH_FALLBACK,
     MRR_CUTOFF,
     STORAGE_DIGITS,
-    AggregateMetrics,
-    PerQueryMetrics,
-    aggregate_from_records,
-    evaluate_queries,
 )
+from retrieval_lib.kb.exceptions import ChunkerVersionMismatchError
+from retrieval_lib.kb.golden import GoldenQuery, GoldenSet
+from retrieval_lib.kb.metrics import AggregateMetrics, aggregate_from_columns
 from retrieval_lib.kb.records import QueryResult, paused_gc
 
 __all__ = [
@@ -208,10 +206,9 @@ def paired_delta_stats(
 ) -> dict[str, Any]:
     """Mean of paired deltas, seeded percentile bootstrap CI, Wilcoxon signed-rank test.
 
-    The bootstrap resamples the n deltas with replacement ``n_bootstrap`` times. It is
-    drawn as multinomial counts over the distinct delta values, which has exactly the
-    distribution of resampling (the mean depends only on how often each value is drawn)
-    and costs O(distinct values) per resample instead of O(n).
+    The bootstrap is the library's one bootstrap of a mean,
+    :func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`: ``n_bootstrap`` resamples of
+    the n deltas with replacement, ``alpha = 1 - confidence``.
 
     Examples
     --------
@@ -239,12 +236,11 @@ def paired_delta_stats(
         out["reason"] = "no query is computable on both sides"
         return out
     out["mean_delta"] = float(values.mean())
-    rng = np.random.default_rng(seed)
-    distinct, counts = np.unique(values, return_counts=True)
-    draws = rng.multinomial(n, counts / n, size=n_bootstrap)
-    means = draws @ distinct / n
-    alpha = (1.0 - confidence) / 2.0
-    out["ci_low"], out["ci_high"] = (float(x) for x in np.quantile(means, [alpha, 1 - alpha]))
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+
+    out["ci_low"], out["ci_high"] = bootstrap_mean_ci(
+        values, n_boot=n_bootstrap, seed=seed, alpha=1.0 - confidence
+    )
     nonzero = int(np.count_nonzero(values))
     wilcoxon: dict[str, Any] = {
         "statistic": math.nan,
@@ -259,7 +255,7 @@ def paired_delta_stats(
     else:
         # The project's one signed-rank test: exact by enumeration for small n, ties
         # included; tie-corrected normal approximation for large n.
-        from retrieval_lib.stats.paired import wilcoxon_signed_rank
+        from retrieval_lib.stats.paired_tests import wilcoxon_signed_rank
 
         result = wilcoxon_signed_rank(values)
         wilcoxon["statistic"] = float(result.statistic)
@@ -286,61 +282,10 @@ def metric_deltas(a: AggregateMetrics, b: AggregateMetrics) -> dict[str, Any]:
 # -- per-query kinds ------------------------------------------------------------------------
 
 
-class _RecordsSide:
-    """One run given as :class:`QueryResult` records (the in-memory path)."""
+class _Side:
+    """One run of a comparison: its columns and its chunk inventory (None: none)."""
 
-    def __init__(self, results: Mapping[str, QueryResult], chunks: set[str] | None) -> None:
-        self.results = results
-        self.chunks = chunks
-
-    def evaluate(self, golden: GoldenSet, mode: str, spans: Mapping[str, Any]) -> PerQueryMetrics:
-        return evaluate_queries(
-            golden, self.results, mode=mode, expected_spans=spans, inventory_ids=self.chunks
-        )
-
-    def aggregate(
-        self,
-        golden: GoldenSet,
-        mode: str,
-        spans: Mapping[str, Any],
-        per_query: PerQueryMetrics | None,
-    ) -> AggregateMetrics:
-        return aggregate_from_records(
-            golden, self.results, self.chunks, mode=mode, expected_spans=spans, per_query=per_query
-        )
-
-    def side_notes(self, side: str, query_ids: list[str]) -> dict[str, str]:
-        """Notes of the queries without a result or with an error in this run."""
-        notes = {}
-        for query_id in query_ids:
-            result = self.results.get(query_id)
-            if result is None:
-                notes[query_id] = f"no result in run {side}"
-            elif result.failed:
-                notes[query_id] = f"run {side} failed: {result.error}"
-        return notes
-
-    def doc_rank(self, query: GoldenQuery) -> int | None:
-        result = self.results.get(query.id)
-        if result is None or result.failed:
-            return None
-        expected = set(query.expected_doc_ids)
-        return next((h.rank for h in result.hits[:MRR_CUTOFF] if h.doc_id in expected), None)
-
-    def refused(self, query_id: str) -> bool:
-        result = self.results.get(query_id)
-        return (
-            result is not None
-            and not result.failed
-            and result.answer is not None
-            and not result.answer.grounded
-        )
-
-
-class _ColumnsSide:
-    """One run given as :class:`~retrieval_lib.kb.columns.RunColumns` (the store path)."""
-
-    def __init__(self, run: RunColumns, chunks: set[str] | None) -> None:
+    def __init__(self, run: RunColumns, chunks: AbstractSet[str] | None) -> None:
         self.run = run
         self.chunks = chunks
         self.row_of = run.row_of()
@@ -387,9 +332,6 @@ class _ColumnsSide:
         if row is None or self.run.errors[row] is not None:
             return False
         return int(self.run.answer_grounded[row]) == 0  # an answer that refused
-
-
-_Side = _RecordsSide | _ColumnsSide
 
 
 def _rank_kind(
@@ -451,8 +393,8 @@ def compare_records(
     results_a: Mapping[str, QueryResult],
     results_b: Mapping[str, QueryResult],
     *,
-    chunks_a: set[str] | None = None,
-    chunks_b: set[str] | None = None,
+    chunks_a: AbstractSet[str] | None = None,
+    chunks_b: AbstractSet[str] | None = None,
     chunker_version_a: str | None = None,
     chunker_version_b: str | None = None,
     strict_chunker_version: bool = False,
@@ -463,15 +405,17 @@ def compare_records(
     """Compare two runs given in memory; :func:`compare_runs` reads them from the store.
 
     ``chunks_a``/``chunks_b`` are the chunk-inventory ids citations resolve against
-    (None: no inventory). See the module docstring for matching, kinds and statistics.
+    (None: no inventory). The records are put into columns
+    (:meth:`~retrieval_lib.kb.columns.RunColumns.from_results`) and compared as stored
+    runs are. See the module docstring for matching, kinds and statistics.
     """
     return _compare(
         run_a,
         run_b,
         golden_a,
         golden_b,
-        _RecordsSide(results_a, chunks_a),
-        _RecordsSide(results_b, chunks_b),
+        _Side(RunColumns.from_results(results_a), chunks_a),
+        _Side(RunColumns.from_results(results_b), chunks_b),
         chunker_version_a=chunker_version_a,
         chunker_version_b=chunker_version_b,
         strict_chunker_version=strict_chunker_version,
@@ -697,14 +641,10 @@ def _compare_stored(
     chunk_match_mode(run_id_a, run_id_b, chunker_a, chunker_b, strict=strict_chunker_version)
     golden_a, golden_b = _golden_pair(golden_text_a, golden_text_b)
     del golden_text_a, golden_text_b  # tens of megabytes for a large golden set
-    sides: list[_Side] = []
-    for run_id in (run_id_a, run_id_b):
-        chunks = store.load_chunk_ids(run_id) or None
-        columns = store.load_columns(run_id)
-        if columns is None:  # a store opened below schema version 3
-            sides.append(_RecordsSide(store.load_results(run_id), chunks))
-        else:
-            sides.append(_ColumnsSide(columns, chunks))
+    sides = [
+        _Side(store.load_columns(run_id), store.load_chunk_ids(run_id) or None)
+        for run_id in (run_id_a, run_id_b)
+    ]
     return _compare(
         run_id_a,
         run_id_b,

@@ -441,7 +441,7 @@ def ingest_run(
 
     seen: dict[str, int] = {}
     written = 0
-    columns = RunColumnsBuilder() if store.has_columns_table() else None
+    columns = RunColumnsBuilder()
     with store.transaction(), paused_gc():
         store.insert_run(
             run_id=run_id,
@@ -481,8 +481,7 @@ def ingest_run(
                     f"{seen[result.query_id]}"
                 )
             seen[result.query_id] = number
-            if columns is not None:
-                columns.add(result)
+            columns.add(result)
             batch.append(
                 (
                     result.query_id,
@@ -497,8 +496,7 @@ def ingest_run(
                     progress(written)
         store.insert_results(run_id, batch)
         written += len(batch)
-        if columns is not None:
-            store.insert_columns(run_id, columns.build().encode())
+        store.insert_columns(run_id, columns.build().encode())
         missing = [q for q in golden.ids if q not in seen]
         ingest_info = {
             "results_path": str(results_file),

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from retrieval_lib.kb.compare import CompareReport, ComparisonKind
-from retrieval_lib.kb.metrics import MATCH_FALLBACK
+from retrieval_lib.kb.definitions import MATCH_FALLBACK
 
 __all__ = ["render_report_md", "format_value"]
 
@@ -67,7 +67,7 @@ def render_report_md(report: CompareReport) -> str:
     """
     deltas = report.deltas
     lines = [
-        f"# Knowledge-base comparison: `{report.run_b}` vs `{report.run_a}`",
+        f"# Knowledge-base comparison: `{report.run_a}` vs `{report.run_b}`",
         "",
         f"- Run A (baseline): `{report.run_a}`, chunker version "
         f"`{format_value(deltas.get('chunker_version_a'))}`, "

@@ -1,6 +1,6 @@
 """SQLite store of knowledge-base evaluation runs (standard-library ``sqlite3``).
 
-Schema (version 3)::
+Schema (version 4)::
 
     eval_runs(run_id TEXT PRIMARY KEY, suite, created_at, chunker_version,
               config_snapshot_json, golden_snapshot_json, aggregate_json,
@@ -17,8 +17,11 @@ Schema (version 3)::
 answers, and per hit packed integer codes of chunk and document ids and its spans; see
 :mod:`retrieval_lib.kb.columns`), which is what metrics and comparisons read: a few
 megabytes decoded with ``numpy.frombuffer`` instead of a million JSON objects. A column
-longer than 256 MB is split into ``part`` 0, 1, … . Migration 3 builds the columns of
-every run already stored, from its JSON documents.
+longer than 256 MB is split into ``part`` 0, 1, … . The columns are the only form the
+metrics read: migration 3 builds them for every run already stored, from its JSON
+documents, and migration 4 rebuilds those of an older format
+(:data:`~retrieval_lib.kb.columns.COLUMNS_FORMAT`), so an old store is converted once,
+when it is opened, never read through a second path.
 
 ``eval_query_results`` keeps its rowid on purpose: its rows (a JSON document of ~1 kB per
 query) are too large for a ``WITHOUT ROWID`` table, where each would spill into an
@@ -52,12 +55,11 @@ from retrieval_lib.kb.exceptions import (
 )
 from retrieval_lib.kb.records import ChunkRecord, QueryResult, RunRecord, paused_gc
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when used: opening a store does not pull in numpy
     from retrieval_lib.kb.columns import RunColumns
 
 __all__ = [
     "SCHEMA_VERSION",
-    "COLUMNS_VERSION",
     "MIGRATIONS",
     "Migration",
     "KBStore",
@@ -105,12 +107,24 @@ def _insert_columns(conn: sqlite3.Connection, run_id: str, columns: Mapping[str,
     )
 
 
-def _backfill_columns(conn: sqlite3.Connection) -> None:
-    """Migration 3: build the columns of every stored run from its JSON documents."""
-    from retrieval_lib.kb.columns import RunColumnsBuilder
+def _rebuild_columns(conn: sqlite3.Connection) -> None:
+    """Migrations 3 and 4: (re)build the columns of every run that has none, or has them
+    in another format than :data:`~retrieval_lib.kb.columns.COLUMNS_FORMAT`, from its JSON
+    documents."""
+    from retrieval_lib.kb.columns import COLUMNS_FORMAT, RunColumnsBuilder, stored_format
 
+    current = {
+        run_id
+        for run_id, meta in conn.execute(
+            "SELECT run_id, data FROM eval_run_columns WHERE name = 'meta' AND part = 0"
+        )
+        if stored_format(meta) == COLUMNS_FORMAT
+    }
     run_ids = [r for (r,) in conn.execute("SELECT run_id FROM eval_runs ORDER BY run_id")]
     for run_id in run_ids:
+        if run_id in current:
+            continue
+        conn.execute("DELETE FROM eval_run_columns WHERE run_id = ?", (run_id,))
         builder = RunColumnsBuilder()
         with paused_gc():
             for result in _stream_results(conn, run_id):
@@ -166,14 +180,18 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (run_id, name, part)
             )""",
         ),
-        _backfill_columns,
+        _rebuild_columns,
+    ),
+    Migration(
+        4,
+        "result columns of an older format rebuilt from the JSON documents",
+        (),
+        _rebuild_columns,
     ),
 )
 
 #: The schema version this package writes.
 SCHEMA_VERSION: int = MIGRATIONS[-1].version
-#: The first schema version with ``eval_run_columns``.
-COLUMNS_VERSION = 3
 
 _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY NOT NULL,
@@ -195,8 +213,6 @@ class KBStore:
         Database file; created (and migrated to :data:`SCHEMA_VERSION`) when ``create``.
     create
         When False, a missing file is an error instead of a new empty store.
-    target_version
-        Migrate only up to this version (tests use it to build an old store).
     busy_timeout
         Seconds to wait for another process's write lock before giving up.
 
@@ -205,7 +221,7 @@ class KBStore:
     >>> import tempfile, os
     >>> with KBStore(os.path.join(tempfile.mkdtemp(), "eval.sqlite")) as store:
     ...     store.schema_version, store.run_ids()
-    (3, [])
+    (4, [])
     """
 
     def __init__(
@@ -213,7 +229,6 @@ class KBStore:
         path: str | Path,
         *,
         create: bool = True,
-        target_version: int = SCHEMA_VERSION,
         busy_timeout: float = 30.0,
     ) -> None:
         self.path = Path(path)
@@ -231,7 +246,7 @@ class KBStore:
         except sqlite3.DatabaseError as exc:
             raise StoreSchemaError(f"cannot open {self.path} as an SQLite database: {exc}") from exc
         try:
-            self._migrate(target_version)
+            self._migrate()
         except BaseException:
             self.conn.close()
             raise
@@ -288,7 +303,7 @@ class KBStore:
             )
         ]
 
-    def _migrate(self, target_version: int) -> None:
+    def _migrate(self) -> None:
         try:
             version = self.schema_version
         except sqlite3.DatabaseError as exc:
@@ -311,23 +326,30 @@ class KBStore:
                     "version: not a retrieval_lib kb store"
                 )
         for migration in MIGRATIONS:
-            if migration.version > target_version:
-                break
-            with self.transaction() as conn:
-                # Re-read inside the write lock: another process may have migrated.
-                if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= migration.version:
-                    continue
-                conn.execute(_MIGRATIONS_TABLE)
-                for statement in migration.statements:
-                    conn.execute(statement)
-                if migration.backfill is not None:
-                    migration.backfill(conn)
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, description, applied_at) "
-                    "VALUES (?, ?, ?)",
-                    (migration.version, migration.description, now_iso()),
-                )
-                conn.execute(f"PRAGMA user_version = {int(migration.version)}")
+            try:
+                self._apply(migration)
+            except (ValueError, KeyError, TypeError) as exc:  # a stored document is broken
+                raise StoreSchemaError(
+                    f"cannot open {self.path}: migration {migration.version} "
+                    f"({migration.description}) failed, nothing was changed: {exc}"
+                ) from exc
+
+    def _apply(self, migration: Migration) -> None:
+        """Apply one migration in its own transaction (a no-op when already applied)."""
+        with self.transaction() as conn:
+            # Re-read inside the write lock: another process may have migrated.
+            if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= migration.version:
+                return
+            conn.execute(_MIGRATIONS_TABLE)
+            for statement in migration.statements:
+                conn.execute(statement)
+            if migration.backfill is not None:
+                migration.backfill(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.description, now_iso()),
+            )
+            conn.execute(f"PRAGMA user_version = {int(migration.version)}")
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check`` plus a foreign-key check; ``"ok"`` when sound."""
@@ -514,21 +536,16 @@ class KBStore:
                 c: ChunkRecord(c, d, tuple(map(tuple, orjson.loads(spans)))) for c, d, spans in rows
             }
 
-    def has_columns_table(self) -> bool:
-        """True when the schema has ``eval_run_columns`` (version 3 on)."""
-        return self.schema_version >= COLUMNS_VERSION
-
-    def load_columns(self, run_id: str) -> RunColumns | None:
-        """The run's result columns, or None when the store has none for it (or has them
-        in another format than :data:`~retrieval_lib.kb.columns.COLUMNS_FORMAT`).
+    def load_columns(self, run_id: str) -> RunColumns:
+        """The run's result columns (what metrics and comparisons read).
 
         Raises
         ------
+        RunNotFoundError
+            As :meth:`get_run`.
         StoreSchemaError
-            The columns are incomplete or inconsistent.
+            The columns are missing, incomplete or inconsistent.
         """
-        if not self.has_columns_table():
-            return None
         parts: dict[str, list[bytes]] = {}
         for name, data in self.conn.execute(
             "SELECT name, data FROM eval_run_columns WHERE run_id = ? ORDER BY name, part",
@@ -536,8 +553,9 @@ class KBStore:
         ):
             parts.setdefault(name, []).append(data)
         if not parts:
-            return None
-        from retrieval_lib.kb.columns import ColumnsFormatError, RunColumns
+            self.get_run(run_id)
+            raise StoreSchemaError(f"run {run_id!r} in {self.path} has no result columns")
+        from retrieval_lib.kb.columns import RunColumns
 
         try:
             return RunColumns.decode(
@@ -546,8 +564,6 @@ class KBStore:
                     for name, chunks in parts.items()
                 }
             )
-        except ColumnsFormatError:
-            return None  # another layout: callers use the JSON documents instead
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise StoreSchemaError(
                 f"the result columns of run {run_id!r} in {self.path} are damaged: {exc}"

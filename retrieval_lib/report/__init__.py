@@ -21,6 +21,7 @@ from retrieval_lib.report.params import (
     notebook_parameters,
     notebooks_dir,
     resolve_notebook,
+    resolve_params_file,
 )
 from retrieval_lib.report.pipeline import (
     PipelineResult,
@@ -43,5 +44,6 @@ __all__ = [
     "prepare_example_runs",
     "render_report",
     "resolve_notebook",
+    "resolve_params_file",
     "run_pipeline",
 ]

@@ -23,43 +23,75 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ci_text", "readable"]
+__all__ = ["ci_text", "number_text", "readable", "tool_table"]
 
 
-def ci_text(mean: Any, low: Any, high: Any, digits: int = 3) -> str:
-    """``mean [low, high]``; the interval is left out when missing, everything when the mean is.
+def number_text(value: Any, digits: int = 3) -> str:
+    """A number as a reader wants it: thousands whole (``12,345``), others to ``digits``.
+
+    Examples
+    --------
+    >>> number_text(378816.333), number_text(0.0901), number_text(None)
+    ('378,816', '0.090', '')
+    """
+    if _missing(value):
+        return ""
+    number = float(value)
+    if abs(number) >= 1000:
+        return f"{number:,.0f}"
+    return f"{number:.{digits}f}"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def ci_text(mean: Any, low: Any, high: Any, digits: int = 3, n: Any = None) -> str:
+    """``mean [low, high]`` and ``(n=…)`` when given; the interval is left out when missing,
+    everything when the mean is (but ``n=0`` is still said).
 
     Examples
     --------
     >>> ci_text(0.5, 0.2, 0.8, 2), ci_text(1.0, float("nan"), float("nan"), 2), ci_text(None, 0, 1)
     ('0.50 [0.20, 0.80]', '1.00', '')
+    >>> ci_text(0.5, 0.2, 0.8, 2, n=4), ci_text(None, None, None, n=0)
+    ('0.50 [0.20, 0.80] (n=4)', 'n=0')
     """
-
-    def missing(value: Any) -> bool:
-        return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-    if missing(mean):
-        return ""
-    text = f"{float(mean):.{digits}f}"
-    if not missing(low) and not missing(high):
-        text += f" [{float(low):.{digits}f}, {float(high):.{digits}f}]"
-    return text
+    count = "" if _missing(n) else f"n={int(n)}"
+    if _missing(mean):
+        return count
+    text = number_text(mean, digits)
+    if not _missing(low) and not _missing(high):
+        text += f" [{number_text(low, digits)}, {number_text(high, digits)}]"
+    return f"{text} ({count})" if count else text
 
 
-def _ci_groups(columns: Sequence[str]) -> list[tuple[str, str, str, str]]:
-    """``(mean column, low, high, label)`` for every mean with both interval columns."""
+def _ci_groups(columns: Sequence[str]) -> list[tuple[str, str | None, str | None, str | None, str]]:
+    """``(mean, low, high, n, label)`` column names of every mean (interval and n optional)."""
     names = set(columns)
     groups = []
     for column in columns:
+        n: str | None
         if column in ("mean", "mean_delta"):
-            low, high, label = "ci_low", "ci_high", column.replace("_", " ")
+            # a plain ``n`` column stays: it counts the row, not only this mean
+            low, high, n, label = "ci_low", "ci_high", None, column.replace("_", " ")
         elif column.endswith("_mean"):
             stem = column.removesuffix("_mean")
-            low, high, label = f"{stem}_ci_low", f"{stem}_ci_high", stem
+            low, high, n, label = f"{stem}_ci_low", f"{stem}_ci_high", f"{stem}_n", stem
         else:
             continue
-        if low in names and high in names:
-            groups.append((column, low, high, label))
+        has_ci = low in names and high in names
+        has_n = n is not None and n in names
+        if has_ci or has_n:
+            groups.append(
+                (
+                    column,
+                    low if has_ci else None,
+                    high if has_ci else None,
+                    n if has_n else None,
+                    label,
+                )
+            )
     return groups
 
 
@@ -73,9 +105,11 @@ def readable(
     """A display copy of ``frame`` and a caption.
 
     Each ``<x>_mean`` (or ``mean`` / ``mean_delta``) with ``<x>_ci_low`` / ``<x>_ci_high``
-    becomes one text column ``<x> [level]``; columns named in ``constant`` that hold a
-    single value are dropped and named in the caption (``name: value``); missing values
-    show as empty cells. The row order and every other column are kept.
+    and/or ``<x>_n`` becomes one text column: ``<x> [level]`` holding ``mean [low, high]
+    (n=…)`` when there is an interval, ``<x>`` holding ``mean (n=…)`` otherwise. Columns
+    named in ``constant`` that hold a single value are dropped and named in the caption
+    (``name: value``); missing values show as empty cells. Row order and every other
+    column are kept.
     """
     shown = frame.copy()
     captions = []
@@ -83,12 +117,60 @@ def readable(
         if column in shown.columns and shown[column].astype(str).nunique() <= 1 and len(shown):
             captions.append(f"{column}: {shown[column].iloc[0]}")
             shown = shown.drop(columns=column)
-    for mean, low, high, label in _ci_groups(list(shown.columns)):
-        position = list(shown.columns).index(mean)
+    for mean, low, high, n, label in _ci_groups(list(shown.columns)):
+        dropped = {c for c in (mean, low, high, n) if c}
+        before = list(shown.columns)[: list(shown.columns).index(mean)]
+        position = len([c for c in before if c not in dropped])
+        empty = [None] * len(shown)
         text = [
-            ci_text(m, lo, hi, digits)
-            for m, lo, hi in zip(shown[mean], shown[low], shown[high], strict=True)
+            ci_text(m, lo, hi, digits, count)
+            for m, lo, hi, count in zip(
+                shown[mean],
+                shown[low] if low else empty,
+                shown[high] if high else empty,
+                shown[n] if n else empty,
+                strict=True,
+            )
         ]
-        shown = shown.drop(columns=[mean, low, high])
-        shown.insert(position, f"{label} [{level}]", text)
+        shown = shown.drop(columns=sorted(dropped))
+        shown.insert(position, f"{label} [{level}]" if low else label, text)
     return shown.reset_index(drop=True), "; ".join(captions)
+
+
+def tool_table(tools: pd.DataFrame) -> pd.DataFrame:
+    """The tool-value table (:func:`retrieval_lib.study.analysis.tool_value`) as a reader
+    reads it: calls, the ground-truth calls as ``k of n (share)``, files found first, and
+    the attributed cost per call with its n.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"tool": ["Read"], "tool_category": ["file_read"], "calls": [4],
+    ...     "trials": [2], "failed_calls": [0], "calls_with_ground_truth": [4],
+    ...     "surfaced_ground_truth_calls": [3], "share_surfaced_ground_truth": [0.75],
+    ...     "ground_truth_files_first_found": [2], "tokens_n": [4], "tokens_per_call": [1500.0],
+    ...     "seconds_n": [0], "seconds_per_call": [float("nan")]})
+    >>> row = tool_table(t).iloc[0]
+    >>> row["surfaced ground truth"], row["tokens per call"], row["seconds per call"]
+    ('3 of 4 (0.75)', '1,500 (n=4)', 'n=0')
+    """
+    keys = [c for c in ("config_family", "is_mcp", "tool", "tool_category") if c in tools.columns]
+    out = tools[keys + ["calls", "trials", "failed_calls"]].copy()
+    out["surfaced ground truth"] = [
+        f"{int(k)} of {int(n)} ({share:.2f})" if n else "no call with ground truth"
+        for k, n, share in zip(
+            tools["surfaced_ground_truth_calls"],
+            tools["calls_with_ground_truth"],
+            tools["share_surfaced_ground_truth"],
+            strict=True,
+        )
+    ]
+    out["ground-truth files found first"] = tools["ground_truth_files_first_found"]
+    out["tokens per call"] = [
+        ci_text(m, None, None, 0, n)
+        for m, n in zip(tools["tokens_per_call"], tools["tokens_n"], strict=True)
+    ]
+    out["seconds per call"] = [
+        ci_text(m, None, None, 1, n)
+        for m, n in zip(tools["seconds_per_call"], tools["seconds_n"], strict=True)
+    ]
+    return out.reset_index(drop=True)

@@ -16,7 +16,16 @@ from typing import Any
 from retrieval_lib.errors import ReportError
 from retrieval_lib.report.params import check_parameters, notebook_parameters
 
-__all__ = ["ReportResult", "render_report"]
+__all__ = ["KERNEL_ARGUMENTS", "ReportResult", "render_report"]
+
+#: Command-line options of the kernel that executes a report. The kernel's own log (not
+#: the cells' output, which stays in the notebook) is silenced: at WARNING it tells every
+#: user that the kernel "is running over TCP without encryption", which is how a local
+#: kernel started by papermill always runs (ports on 127.0.0.1, an HMAC-signed session),
+#: and at ERROR it can report "KeyboardInterrupt caught in kernel" when papermill shuts the
+#: kernel down. Neither is anything a report reader can act on; a kernel that really fails
+#: ends the execution, and :func:`render_report` reports that as a ReportError.
+KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=CRITICAL",)
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,7 @@ def render_report(
             progress_bar=False,
             cwd=str(out),
             execution_timeout=timeout,
+            extra_arguments=list(KERNEL_ARGUMENTS),
         )
     except PapermillExecutionError as exc:
         failed = out / f"{stem}.failed.ipynb"

@@ -22,10 +22,12 @@ True
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
+
+from retrieval_lib.report.table_view import label as display_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -336,7 +338,7 @@ def plot_correlation_heatmap(
         ax.set_facecolor("#dddddd")
         ax.set_title(group)
         ax.set_xticklabels(
-            [t.get_text().replace("_", " ") for t in ax.get_xticklabels()], rotation=30, ha="right"
+            [display_label(t.get_text()) for t in ax.get_xticklabels()], rotation=30, ha="right"
         )
         if ax is not axes[0][0]:
             ax.set_yticklabels([])
@@ -355,7 +357,8 @@ def plot_scatter_pairs(
     configs = sorted(table[hue].dropna().astype(str).unique())
     colours = _palette(configs)
     fig, axes = _figure(3.4, ncols=len(pairs), squeeze=False)
-    for ax, row in zip(axes[0], pairs.itertuples(), strict=True):
+    # rows as Any: pandas-stubs types itertuples() fields as a union of every scalar
+    for ax, row in zip(axes[0], cast(Any, pairs).itertuples(), strict=True):
         for config in configs:
             sub = table[table[hue].astype(str) == config]
             x = pd.to_numeric(sub[row.x], errors="coerce").astype(float)
@@ -363,7 +366,7 @@ def plot_scatter_pairs(
             ok = x.notna() & y.notna()
             ax.scatter(x[ok], y[ok], s=28, alpha=0.8, color=colours[config], label=config)
         ax.set_xlabel(row.x)
-        ax.set_ylabel(row.y.replace("_", " "))
+        ax.set_ylabel(display_label(row.y))
         ax.set_title(f"r={row.r:+.2f} ({row.method}), n={int(row.n)}", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(configs), frameon=False)

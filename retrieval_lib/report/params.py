@@ -2,7 +2,8 @@
 
 papermill only warns about unknown parameter names; we refuse them, and we check each
 value against the annotation of its line in the notebook's ``parameters`` cell
-(``run_dir: str = ""  # help``).
+(``run_dir: str = ""  # help``; ``Optional[X]`` also takes None), as papermill's own
+parser reads the cell.
 
 Examples
 --------
@@ -14,8 +15,7 @@ Examples
 
 from __future__ import annotations
 
-import ast
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ __all__ = [
     "notebook_parameters",
     "notebooks_dir",
     "resolve_notebook",
+    "resolve_params_file",
 ]
 
 
@@ -43,18 +44,16 @@ class NotebookParameter:
 
 
 def notebooks_dir() -> Path:
-    """The project's ``notebooks/`` folder (next to the package in a source checkout)."""
-    candidate = Path(__file__).resolve().parents[2] / "notebooks"
-    if not candidate.is_dir():
-        raise ReportError(
-            f"notebooks folder not found at {candidate}; install retrieval_lib from a "
-            "source checkout (pip install -e .) to render reports"
-        )
-    return candidate
+    """Folder of the notebooks that ship with the package (:mod:`retrieval_lib.bundled`)."""
+    from retrieval_lib.bundled import notebooks_dir as shipped
+
+    return shipped()
 
 
 def resolve_notebook(name_or_path: str) -> Path:
-    """``run_analysis`` / ``kb_compare`` (shipped notebooks) or a path to an .ipynb file."""
+    """A shipped notebook by name (``run_analysis``, ``kb_compare``, ...) or an .ipynb path."""
+    from retrieval_lib.bundled import notebook_names
+
     path = Path(name_or_path)
     if path.suffix == ".ipynb":
         if not path.is_file():
@@ -62,53 +61,90 @@ def resolve_notebook(name_or_path: str) -> Path:
         return path.resolve()
     shipped = notebooks_dir() / f"{name_or_path}.ipynb"
     if not shipped.is_file():
-        known = sorted(p.stem for p in notebooks_dir().glob("*.ipynb"))
-        raise ReportError(f"unknown notebook {name_or_path!r}; shipped notebooks: {known}")
+        raise ReportError(
+            f"unknown notebook {name_or_path!r}; shipped notebooks: {notebook_names()}"
+        )
     return shipped
 
 
+def resolve_params_file(name_or_path: str) -> Path:
+    """A parameter file: a path to a YAML file, or the name of a shipped one (``example``).
+
+    Examples
+    --------
+    >>> resolve_params_file("template").name
+    'template.yaml'
+    """
+    from retrieval_lib.bundled import params_dir, params_names
+
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists() or len(path.parts) > 1:
+        return path
+    shipped = params_dir() / f"{name_or_path}.yaml"
+    if not shipped.is_file():
+        raise ReportError(
+            f"no parameter file {name_or_path!r}: give a path to a .yaml file or a shipped "
+            f"name: {', '.join(params_names())}"
+        )
+    return shipped
+
+
+# The start of a parameter line: a name, then an annotation or "=".
+_ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*[:=]")
+
+
 def notebook_parameters(notebook: str | Path) -> dict[str, NotebookParameter]:
-    """Parse the ``parameters``-tagged cell of ``notebook`` (annotated assignments)."""
+    """The ``parameters``-tagged cell of ``notebook`` as papermill reads it.
+
+    Names, annotations, defaults and help come from papermill's parser of the Python
+    parameters cell (``PythonTranslator.inspect``, what ``papermill.inspect_notebook``
+    runs for a notebook with a python kernel; notebooks always run with kernel
+    ``python3``). papermill skips, with at most a log line, a line it cannot parse (an
+    ``=`` in the help comment, a ``str | None`` annotation): such a line is refused here,
+    as is a cell that is not valid Python.
+    """
+    import nbformat
+
+    from retrieval_lib import lazylibs
+
+    lazylibs.papermill()  # the extra's check: papermill is what executes the notebook
+    from papermill.translators import PythonTranslator
+
     try:
-        nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        nb = nbformat.read(str(notebook), as_version=4)
+    except (OSError, ValueError) as exc:  # nbformat.reader.NotJSONError is a ValueError
         raise ReportError(f"cannot read notebook {notebook}: {exc}") from None
-    cells = [
-        c for c in nb.get("cells", []) if "parameters" in c.get("metadata", {}).get("tags", [])
-    ]
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if not cells:
         raise ReportError(f"{notebook} has no cell tagged 'parameters'")
-    source = (
-        "".join(cells[0]["source"]) if isinstance(cells[0]["source"], list) else cells[0]["source"]
-    )
-    lines = source.splitlines()
-    params: dict[str, NotebookParameter] = {}
-    try:
-        body = ast.parse(source).body
+    try:  # papermill's parser does not check syntax: Python's compiler does
+        compile(cells[0].source, f"{notebook} (parameters cell)", "exec")
     except SyntaxError as exc:
         raise ReportError(
             f"{notebook}: the parameters cell is not valid Python (line {exc.lineno}: {exc.msg})"
         ) from None
-    for node in body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            name = node.target.id
-            type_name: str | None = ast.unparse(node.annotation)
-            default = ast.unparse(node.value) if node.value is not None else ""
-        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            type_name = None
-            default = ast.unparse(node.value)
-        else:
-            continue
-        line = lines[node.lineno - 1]
-        if line.count("=") > 1:
-            # papermill's own parser skips such a line, then warns that the name is unknown.
-            raise ReportError(
-                f"{notebook}: line {node.lineno} of the parameters cell has more than one '=' "
-                f"(papermill cannot parse it; keep '=' out of the help comment): {line.strip()}"
+    found = PythonTranslator.inspect(cells[0])
+    params = {
+        p.name: NotebookParameter(
+            p.name,
+            None if p.inferred_type_name == "None" else p.inferred_type_name,
+            p.default,
+            p.help,
+        )
+        for p in found
+    }
+    for number, line in enumerate(cells[0].source.splitlines(), start=1):
+        match = _ASSIGNMENT.match(line)
+        if match and match.group(1) not in params:
+            why = (
+                "it has more than one '=' (keep '=' out of the help comment)"
+                if line.count("=") > 1
+                else "write Optional[X], not X | None"
             )
-        help_text = line.split("#", 1)[1].strip() if "#" in line else ""
-        params[name] = NotebookParameter(name, type_name, default, help_text)
+            raise ReportError(
+                f"{notebook}: papermill cannot read line {number} of the parameters cell; "
+                f"{why}: {line.strip()}"
+            )
     return params
 
 
@@ -137,8 +173,9 @@ def check_parameters(
         type_name = spec[name].type_name
         if type_name is None:
             continue
-        optional = type_name.replace(" ", "").endswith("|None")
-        base = type_name.replace(" ", "").removesuffix("|None")
+        compact = type_name.replace(" ", "")
+        optional = compact.startswith("Optional[") and compact.endswith("]")
+        base = compact[len("Optional[") : -1] if optional else compact
         if value is None and optional:
             continue
         check = _TYPE_CHECKS.get(base)
@@ -151,10 +188,13 @@ def check_parameters(
 
 
 def load_params_file(path: str | Path) -> dict[str, Any]:
-    """Read a YAML parameter file (a mapping of parameter name to value)."""
+    """Read a YAML parameter file (a mapping of parameter name to value).
+
+    ``path`` may also name a shipped parameter file (:func:`resolve_params_file`).
+    """
     import yaml
 
-    p = Path(path)
+    p = resolve_params_file(str(path))
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -4,7 +4,8 @@
 reuses what is already evaluated), writes the study manifest (which evaluated folders,
 which config families), the tidy tables (``trials``, ``events``, ``metrics``, ``pairs``,
 ``tools``: Parquet, CSV without pyarrow) and renders ``notebooks/study.ipynb``.
-:func:`example_study` is the study of the bundled example runs (the notebook's default).
+:func:`retrieval_lib.report.pipeline.example_study` is the study of the bundled example
+runs (the notebook's default).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ __all__ = [
     "MANIFEST_FILENAME",
     "STUDY_DIRNAME",
     "StudyReport",
-    "example_study",
     "read_manifest",
     "run_study",
     "study_parameters",
@@ -44,6 +44,7 @@ _OPTION_PARAMETERS = {
     "baseline": "baseline",
     "treatment": "treatment",
     "exclude_flagged": "exclude_flagged",
+    "strict_harness_version": "strict_harness_version",
 }
 
 
@@ -90,28 +91,6 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("events_dirs"), list):
         raise InputError(f"{target} is not a study manifest (no events_dirs list)")
     return data
-
-
-def example_study(
-    out_dir: str | os.PathLike[str] | None = None, options: StudyOptions | None = None
-) -> Study:
-    """The study of every bundled example run (normalised into ``out_dir``, default a
-    temporary folder removed at exit). The notebook uses it when no manifest is given."""
-    import atexit
-    import shutil
-    import tempfile
-
-    from retrieval_lib.report.pipeline import bundled_examples, prepare_example_runs
-    from retrieval_lib.study import load
-
-    if out_dir is None:
-        out = Path(tempfile.mkdtemp(prefix="retrieval_lib-study-"))
-        atexit.register(shutil.rmtree, out, True)
-    else:
-        out = Path(out_dir)
-    source = bundled_examples()
-    runs, tasks = source if source is not None else prepare_example_runs(out / "example_data")
-    return load([runs], tasks_root=tasks, out=out / "runs", options=options)
 
 
 def _write_frame(frame: pd.DataFrame, folder: Path, name: str) -> Path:

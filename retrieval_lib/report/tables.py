@@ -7,7 +7,7 @@ or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
 * a value that cannot be computed is NaN with a ``reason``, never 0, and every aggregate
   carries its ``n``;
 * confidence intervals of means are percentile bootstrap intervals over trials, computed
-  by the one bootstrap of the library (:func:`retrieval_lib.stats.paired.bootstrap_mean_ci`,
+  by the one bootstrap of the library (:func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`,
   ``numpy.random.Generator(PCG64(seed))``), so the same inputs give the same numbers;
 * no statistical test runs here: correlations and matched comparisons come from the
   run's ``retrieval_impact.json`` (:func:`retrieval_lib.stats.impact.impact_for_run`);
@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -325,7 +325,7 @@ def mean_ci(
         Bootstrap resamples (each draws ``n`` values with replacement).
     seed
         Seed of the bootstrap generator (see
-        :func:`~retrieval_lib.stats.paired.bootstrap_mean_ci`, which does the resampling).
+        :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`, which does the resampling).
 
     Examples
     --------
@@ -335,7 +335,7 @@ def mean_ci(
     >>> mean_ci([0.5]).reason
     'n=1: no interval from a single value'
     """
-    from retrieval_lib.stats.paired import bootstrap_mean_ci
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
 
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
@@ -583,7 +583,8 @@ def correlation_grid(
     r = pd.DataFrame(np.nan, index=metrics, columns=outcomes, dtype="float64")
     marks = pd.DataFrame("n/a", index=metrics, columns=outcomes, dtype=object)
     n = pd.DataFrame(0, index=metrics, columns=outcomes, dtype="int64")
-    for row in rows.itertuples():
+    # rows as Any: pandas-stubs types itertuples() fields as a union of every scalar
+    for row in cast(Any, rows).itertuples():
         n.loc[row.x, row.y] = int(row.n)
         if not bool(row.computable) or not np.isfinite(row.r):
             continue
@@ -623,6 +624,8 @@ def per_task_deltas(per_task: pd.DataFrame, metric: str) -> pd.DataFrame:
     delta is treatment − baseline. ``result`` is ``"treatment"`` (delta > 0),
     ``"baseline"`` (delta < 0), ``"tie"`` or ``"missing"`` (a side has no value). Higher is
     taken as better, so use it for reward and retrieval metrics, not cost or time.
+    ``harness_version_unverified`` and ``harness_version_note`` follow when ``per_task``
+    has them (a pair matched although a side's harness version is unknown).
 
     Examples
     --------
@@ -661,6 +664,11 @@ def per_task_deltas(per_task: pd.DataFrame, metric: str) -> pd.DataFrame:
         },
         columns=columns,
     )
+    if "harness_version_unverified" in per_task.columns:
+        flags = per_task["harness_version_unverified"]
+        out["harness_version_unverified"] = flags.fillna(False).astype(bool).to_numpy()
+        notes = per_task.get("harness_version_note", pd.Series(None, index=per_task.index))
+        out["harness_version_note"] = [None if pd.isna(n) else str(n) for n in notes]
     return out.sort_values(["baseline", "treatment", "task_name"], kind="mergesort").reset_index(
         drop=True
     )

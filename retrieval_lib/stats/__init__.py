@@ -4,10 +4,12 @@ One function per statistical test, each returning a tidy DataFrame with stable c
 
 * :mod:`retrieval_lib.stats.correlation`: ``spearman``, ``pearson``, ``point_biserial``,
   ``auc``, ``correlate_metrics`` (associations, never causal claims);
-* :mod:`retrieval_lib.stats.paired`: ``pair_configs``, ``match_tasks``,
-  ``paired_comparison``, ``compare_matched``, ``mcnemar_exact``, and the building blocks
-  ``wilcoxon_signed_rank`` (exact by sign-flip enumeration up to 20 non-zero deltas) and
-  ``bootstrap_mean_ci`` (the library's one bootstrap of a mean);
+* :mod:`retrieval_lib.stats.paired`: ``pair_configs``, ``match_tasks`` (which configs and
+  tasks are compared);
+* :mod:`retrieval_lib.stats.paired_tests`: ``paired_comparison``, ``compare_matched``,
+  ``mcnemar_exact``, and the building blocks ``wilcoxon_signed_rank`` (exact up to 20
+  non-zero tied deltas, 50 untied) and ``bootstrap_mean_ci`` (the library's one bootstrap
+  of a mean);
 * :mod:`retrieval_lib.stats.columns`: ``KEY_METRICS`` (the default metric family),
   ``metric_columns``, ``resolve_metrics``;
 * :mod:`retrieval_lib.stats.multiple`: ``holm``, ``benjamini_hochberg``;
@@ -36,14 +38,12 @@ from retrieval_lib.stats.impact import (
     run_impact,
 )
 from retrieval_lib.stats.multiple import benjamini_hochberg, holm
-from retrieval_lib.stats.paired import (
-    MatchResult,
+from retrieval_lib.stats.paired import MatchResult, match_tasks, pair_configs
+from retrieval_lib.stats.paired_tests import (
     WilcoxonResult,
     bootstrap_mean_ci,
     compare_matched,
-    match_tasks,
     mcnemar_exact,
-    pair_configs,
     paired_comparison,
     wilcoxon_signed_rank,
 )

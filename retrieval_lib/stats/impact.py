@@ -20,7 +20,7 @@ What each part means
 * ``comparisons``: per (baseline, treatment) pair from
   :func:`~retrieval_lib.stats.paired.pair_configs`, the matched tasks of
   :func:`~retrieval_lib.stats.paired.match_tasks` compared metric by metric
-  (:func:`~retrieval_lib.stats.paired.compare_matched`), deltas = treatment − baseline.
+  (:func:`~retrieval_lib.stats.paired_tests.compare_matched`), deltas = treatment − baseline.
   Holm family: the outcomes and the metric family of one config pair.
 * ``mcnemar``: pass/fail per matched task. With repeated trials a side passes a task when
   more than half of its trials passed; a task whose trials split evenly is left out and
@@ -29,7 +29,8 @@ What each part means
 * ``unmatched``: every task left out of a pair, with the reason. Unmatched trials still
   count in ``config_summary`` (per-config outcome aggregates over all trials).
 
-Pooling across runs matches tasks by canonical task name, model and harness version,
+Pooling across runs matches tasks by canonical task name, model and harness version
+(an unknown version is no difference; see :func:`~retrieval_lib.stats.paired.match_tasks`),
 whatever run they come from (a task run in several runs is a repeated trial). With
 ``combine="latest"`` a pooled table needs ``started_at`` to tell which run's latest
 trial is the latest; without it the analysis is refused.
@@ -63,7 +64,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -78,14 +79,12 @@ from retrieval_lib.stats.columns import (
     resolve_metrics,
 )
 from retrieval_lib.stats.correlation import correlate_metrics
-from retrieval_lib.stats.paired import (
-    MATCH_KEY_COLUMNS,
+from retrieval_lib.stats.paired import MATCH_KEY_COLUMNS, match_tasks, pair_configs
+from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
     compare_matched,
-    match_tasks,
     mcnemar_exact,
-    pair_configs,
 )
 
 __all__ = [
@@ -105,7 +104,7 @@ __all__ = [
     "run_impact",
 ]
 
-IMPACT_SCHEMA_VERSION = "1.1"
+IMPACT_SCHEMA_VERSION = "1.2"
 IMPACT_FILENAME = "retrieval_impact.json"
 POOLED_FILENAME = "retrieval_impact_pooled.json"
 _TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
@@ -118,6 +117,8 @@ _TEXT_COLUMNS = (
     "benchmark",
     "model",
     "harness_version",
+    "harness_version_source",
+    "harness_version_unknown_reason",
     "tokens_source",
     "cost_source",
     "non_computable_reason",
@@ -127,7 +128,8 @@ _TEXT_COLUMNS = (
 _INTERPRETATION = (
     "Correlations are associations between retrieval metrics and outcomes over trials, "
     "not causal effects. Matched comparisons report treatment minus baseline on tasks "
-    "both configs ran with the same model and harness version."
+    "both configs ran with the same model and harness version (a version that could not be "
+    "read is not a difference: such pairs are flagged harness_version_unverified)."
 )
 
 
@@ -138,7 +140,11 @@ class ImpactResult:
     Attributes
     ----------
     pairs : pandas.DataFrame
-        ``baseline, treatment, n_matched, n_unmatched, n_flagged`` per config pair.
+        ``baseline, treatment, n_matched, n_unmatched, n_flagged, n_harness_unverified,
+        n_matched_strict`` per config pair: ``n_matched`` under the rule used,
+        ``n_harness_unverified`` the pairs with an unknown harness version on a side (kept
+        and flagged, or left out under ``strict_harness_version``), ``n_matched_strict``
+        the pairs whose versions are known and equal.
     correlations : pandas.DataFrame
         Metric × outcome associations (see :func:`correlate_metrics`).
     comparisons : pandas.DataFrame
@@ -215,6 +221,7 @@ def analyze_impact(
     combine: str = "mean",
     metrics: str | Sequence[str] = "key",
     exclude_flagged: bool = False,
+    strict_harness_version: bool = False,
     correlate: bool = True,
 ) -> ImpactResult:
     """Correlate metrics with outcomes and compare paired configs on matched tasks.
@@ -243,6 +250,10 @@ def analyze_impact(
     exclude_flagged : bool
         Leave errored and timed-out trials out of the correlations (default: keep them,
         counted in each row's ``n_flagged``).
+    strict_harness_version : bool
+        Match only tasks whose harness versions are known and equal on both sides
+        (default: an unknown version is no difference; such pairs are kept and flagged
+        ``harness_version_unverified`` in ``per_task``).
     correlate : bool
         Compute the correlations (``False``: an empty ``correlations`` table, for callers
         that correlate a wider table themselves, such as a study).
@@ -281,7 +292,12 @@ def analyze_impact(
     pair_rows, comparisons, mcnemars, per_tasks, unmatched = [], [], [], [], []
     for b_name, t_name in pairs:
         match = match_tasks(
-            df, b_name, t_name, combine=combine, value_columns=[*outcome_list, *metric_list]
+            df,
+            b_name,
+            t_name,
+            combine=combine,
+            value_columns=[*outcome_list, *metric_list],
+            strict_harness_version=strict_harness_version,
         )
         comparisons.append(compare_matched(match, n_boot=n_boot, seed=seed, min_n=min_pairs))
         if "passed" in match.value_columns:
@@ -309,6 +325,8 @@ def analyze_impact(
                 "n_matched": match.n_matched,
                 "n_unmatched": int(match.unmatched["task_name"].nunique()),
                 "n_flagged": int(match.keys["flagged"].sum()),
+                "n_harness_unverified": match.n_unverified,
+                "n_matched_strict": match.n_matched_strict,
             }
         )
 
@@ -336,8 +354,10 @@ def analyze_impact(
         "rank (spearman, auc) or linear (pearson, point_biserial); one test per metric x "
         "outcome",
         "comparison_p_adjust_family": "the outcomes and metrics of one config pair (Holm)",
-        "matching": "same canonical task name, model and harness version (missing == missing), "
-        "valid reward on both sides",
+        "matching": "same canonical task name and model (missing == missing), valid reward "
+        "on both sides; known harness versions must be equal, an unknown one is no difference "
+        "(the pair is flagged harness_version_unverified)",
+        "strict_harness_version": bool(strict_harness_version),
         "wilcoxon": "zeros dropped, average ranks; exact by enumerating all 2^n sign flips "
         "for n <= 20 non-zero deltas (exact without ties up to 50), else normal approximation "
         "with tie-corrected variance and continuity correction",
@@ -347,9 +367,7 @@ def analyze_impact(
         "flagged_trials_in_correlations": "excluded" if exclude_flagged else "kept",
     }
     return ImpactResult(
-        pairs=pd.DataFrame(
-            pair_rows, columns=["baseline", "treatment", "n_matched", "n_unmatched", "n_flagged"]
-        ),
+        pairs=pd.DataFrame(pair_rows, columns=analyze_impact_columns()["pairs"]),
         correlations=correlations,
         comparisons=stack(
             comparisons,
@@ -509,7 +527,15 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     "(pip install 'retrieval_lib[parquet]')"
                 ) from None
             return pd.read_parquet(table)
-        return pd.read_csv(table, dtype={c: "string" for c in _TEXT_COLUMNS})
+        # the floats evaluate wrote, to the last bit: pandas < 3 (the only pandas on
+        # Python 3.10) reads them with a parser that can be one unit in the last place
+        # off unless asked for round_trip; pandas 3 reads them exactly, and deprecates it
+        precision: Literal["round_trip"] | None = (
+            "round_trip" if pd.__version__.startswith("2.") else None
+        )
+        return pd.read_csv(
+            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
+        )
     except InputError:
         raise
     except Exception as exc:  # any parser error becomes one clear message
@@ -556,6 +582,7 @@ def run_impact(
     pool: str | os.PathLike[str] | None = None,
     metrics: str | Sequence[str] = "key",
     exclude_flagged: bool = False,
+    strict_harness_version: bool = False,
 ) -> ImpactRun:
     """Analyse each run's metrics table and write ``retrieval_impact.json`` beside it.
 
@@ -564,6 +591,7 @@ def run_impact(
     paths : sequence of path
         Run folders, folders of runs, or metrics tables.
     baseline, treatment, seed, n_boot, min_n, min_pairs, combine, metrics, exclude_flagged
+    strict_harness_version
         As in :func:`analyze_impact` (the same defaults).
     pool : path, optional
         Also analyse all tables together and write the result here (a ``.json`` file
@@ -595,6 +623,7 @@ def run_impact(
         combine=combine,
         metrics=metrics,
         exclude_flagged=exclude_flagged,
+        strict_harness_version=strict_harness_version,
     )
     results: dict[Path, ImpactResult] = {}
     frames: list[pd.DataFrame] = []
@@ -653,6 +682,7 @@ _TEXT_RESULT_COLUMNS = frozenset(
         "task_name",
         "model",
         "harness_version",
+        "harness_version_note",
         "benchmark",
         "side",
         "config_name",
@@ -664,7 +694,7 @@ _TEXT_RESULT_COLUMNS = frozenset(
         ),
     }
 )
-_BOOL_RESULT_COLUMNS = frozenset({"computable", "flagged"})
+_BOOL_RESULT_COLUMNS = frozenset({"computable", "flagged", "harness_version_unverified"})
 _TABLE_KEYS = (
     "pairs",
     "correlations",
@@ -781,7 +811,15 @@ def analyze_impact_columns() -> dict[str, list[str]]:
     from retrieval_lib.stats.correlation import CORRELATION_COLUMNS
 
     return {
-        "pairs": ["baseline", "treatment", "n_matched", "n_unmatched", "n_flagged"],
+        "pairs": [
+            "baseline",
+            "treatment",
+            "n_matched",
+            "n_unmatched",
+            "n_flagged",
+            "n_harness_unverified",
+            "n_matched_strict",
+        ],
         "correlations": [
             "group",
             *CORRELATION_COLUMNS,

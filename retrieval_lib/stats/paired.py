@@ -4,18 +4,29 @@ Three steps, each usable on its own:
 
 1. :func:`pair_configs` decides which configs are compared, deterministically.
 2. :func:`match_tasks` lines up, for one pair, the tasks both configs ran with the same
-   model and harness version and a valid reward, combining repeated trials.
-3. :func:`paired_comparison` tests one metric's paired deltas (treatment − baseline);
-   :func:`compare_matched` does it for every metric of a match and adds Holm-adjusted
-   p-values; :func:`mcnemar_exact` compares pass/fail.
+   model and a valid reward (harness versions equal or unknown), combining repeated
+   trials.
+3. The paired statistics of a match are :mod:`retrieval_lib.stats.paired_tests`:
+   ``paired_comparison`` tests one metric's paired deltas (treatment − baseline),
+   ``compare_matched`` every metric of a :class:`MatchResult` with Holm-adjusted
+   p-values, ``mcnemar_exact`` pass/fail.
 
 Rules
 -----
 * **Matching.** A task (canonical ``task_name``) is matched when both configs have trials
-  of it with the same ``model`` and the same ``harness_version``, and each side has at
-  least one trial with a finite ``reward``. A missing model or version (None/NaN) equals
-  another missing one: runs that never recorded a version are compared as the same
-  harness, since nothing says they differ.
+  of it with the same ``model`` and each side has at least one trial with a finite
+  ``reward``. A missing model (None/NaN) equals another missing one.
+* **Harness version: unknown is not different.** Two known versions that differ never
+  pair (``harness version differs: ...`` in ``unmatched``). A trial whose version is
+  unknown (None/NaN: no usable trace, nothing else recorded it) differs from nothing: it
+  joins the pair of the one known version of its task (or pairs with the other side's
+  unknown trials when neither side knows one), and the pair is flagged
+  ``harness_version_unverified`` with a ``harness_version_note`` saying which side and
+  why (the table's ``harness_version_unknown_reason``, e.g. ``"baseline version unknown
+  (no usable trace)"``). Where the known versions leave it ambiguous (several on one
+  side), unknown trials are left out with the reason. ``strict_harness_version=True``
+  keeps only pairs whose versions are both known and equal; the flagged pairs go to
+  ``unmatched``. :meth:`MatchResult.summary_line` says how many pairs each rule keeps.
 * **Repeated trials** of a (task, config, model, version) are combined per column by the
   mean over the trials with a valid reward, NaNs skipped (``combine="mean"``, default),
   or by taking the trial flagged ``is_latest_trial`` (``combine="latest"``). When several
@@ -25,45 +36,15 @@ Rules
   :class:`~retrieval_lib.errors.StatisticsError` rather than picking by trial name. The
   trial counts are kept. Errored and timed-out trials are kept (their reward is what the
   verifier gave) and counted in ``errored_trials_*`` / ``timed_out_trials_*``.
-* **Missing is missing.** A metric missing on either side drops that task for that
-  metric only; ``n`` says how many tasks remained and ``n_dropped`` how many were lost.
-* Fewer than ``min_n`` (default 3) complete pairs: ``computable=False`` with the reason.
-
-Statistics of :func:`paired_comparison`
----------------------------------------
-* mean and median of the deltas; 95% CI of the mean delta by percentile bootstrap
-  (``n_boot`` resamples of tasks with ``numpy.random.Generator(PCG64(seed))``, quantiles
-  by linear interpolation);
-* Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`) on the non-zero deltas
-  (zeros dropped, Wilcoxon's original rule), ranks of ``|delta|`` averaged over ties:
-  with at most :data:`EXACT_MAX_N` (20) non-zero deltas the p-value is exact, from the
-  full enumeration of the ``2**n`` sign flips (ties and zeros included, so binary
-  rewards get an exact test too); above that, exact without tied ``|delta|`` up to 50
-  deltas, else the normal approximation with tie-corrected variance and continuity
-  correction. ``wilcoxon_statistic`` is
-  ``min(R+, R-)``. All deltas zero: not computable, with the reason;
-* sign test: exact two-sided binomial test of #wins among non-zero deltas;
-* matched-pairs rank-biserial correlation ``(R+ - R-) / (R+ + R-)`` (Kerby 2014) and
-  Cohen's ``d_z = mean(delta) / sd(delta)`` (``ddof=1``);
-* wins / losses / ties: deltas > 0, < 0, == 0 (a "win" is a larger treatment value,
-  whatever the metric's direction: for cost or time larger is worse).
-* Signs, zeros and ties (win/loss/tie counts, Wilcoxon, sign test, rank-biserial, the
-  zero-variance check of d_z) use the deltas rounded to 12 decimals, so floating-point
-  noise does not turn equal deltas into distinct ranks; means, medians, the bootstrap
-  and d_z itself use the deltas unrounded.
 
 Examples
 --------
 >>> pair_configs(["mcp-remote-direct", "baseline-local-direct"])
 [('baseline-local-direct', 'mcp-remote-direct')]
->>> row = paired_comparison([0.1, 0.5, 0.2, 0.4], [0.3, 0.9, 0.2, 0.7], n_boot=200).iloc[0]
->>> int(row["n"]), round(float(row["mean_delta"]), 3), int(row["wins"]), int(row["ties"])
-(4, 0.225, 3, 1)
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -79,24 +60,16 @@ from retrieval_lib.stats.columns import (
     metric_columns,
     require_columns,
 )
-from retrieval_lib.stats.multiple import holm
 
 __all__ = [
-    "EXACT_MAX_N",
     "BASELINE_PREFIXES",
     "TREATMENT_PREFIXES",
     "MATCH_KEY_COLUMNS",
-    "MCNEMAR_COLUMNS",
-    "PAIRED_COLUMNS",
     "MatchResult",
-    "WilcoxonResult",
-    "bootstrap_mean_ci",
-    "compare_matched",
+    "UNKNOWN_REASON_COLUMN",
     "match_tasks",
-    "mcnemar_exact",
+    "matched_summary",
     "pair_configs",
-    "paired_comparison",
-    "wilcoxon_signed_rank",
 ]
 
 #: Config names starting with these (case-insensitive) are baselines.
@@ -104,47 +77,13 @@ BASELINE_PREFIXES: tuple[str, ...] = ("baseline",)
 #: Config names starting with these (case-insensitive) are treatments (MCP).
 TREATMENT_PREFIXES: tuple[str, ...] = ("mcp", "sourcegraph")
 
-#: Stable columns of :func:`paired_comparison`, in order.
-PAIRED_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "n",
-    "n_dropped",
-    "mean_baseline",
-    "mean_treatment",
-    "mean_delta",
-    "median_delta",
-    "ci_low",
-    "ci_high",
-    "wins",
-    "losses",
-    "ties",
-    "wilcoxon_statistic",
-    "wilcoxon_p",
-    "wilcoxon_method",
-    "sign_test_p",
-    "rank_biserial",
-    "cohen_dz",
-    "computable",
-    "reason",
-)
-
-#: Stable columns of :func:`mcnemar_exact`, in order.
-MCNEMAR_COLUMNS: tuple[str, ...] = (
-    "n",
-    "both_pass",
-    "baseline_only",
-    "treatment_only",
-    "neither",
-    "p_value",
-    "computable",
-    "reason",
-)
-
 #: Columns of :attr:`MatchResult.keys`, in order.
 MATCH_KEY_COLUMNS: tuple[str, ...] = (
     "task_name",
     "model",
     "harness_version",
+    "harness_version_unverified",
+    "harness_version_note",
     "benchmark",
     "n_trials_baseline",
     "n_trials_treatment",
@@ -159,9 +98,9 @@ MATCH_KEY_COLUMNS: tuple[str, ...] = (
     *[f"{c}_treatment" for c in SOURCE_COLUMNS],
 )
 
+#: Metrics-table column saying why a trial's harness version is unknown (used in notes).
+UNKNOWN_REASON_COLUMN = "harness_version_unknown_reason"
 _MISSING_KEY = "\x00missing"  # stands for None/NaN in grouping keys (None == None)
-_BOOT_CELLS = 4_000_000  # bootstrap index cells drawn per chunk (bounds memory)
-_SNAP_DECIMALS = 12  # deltas closer than this are equal for signs, zeros and ties
 
 
 # --------------------------------------------------------------------------- pairing
@@ -222,6 +161,34 @@ def pair_configs(
 # --------------------------------------------------------------------------- matching
 
 
+def matched_summary(n_matched: int, n_unverified: int, *, strict: bool) -> str:
+    """``"3 matched (1 with unverified harness version); strict: 2"`` and its strict form.
+
+    ``n_matched`` counts the pairs kept by the rule used; ``n_unverified`` the pairs
+    whose harness version is unverified (kept when lenient, left out when ``strict``).
+
+    Examples
+    --------
+    >>> matched_summary(3, 1, strict=False)
+    '3 matched (1 with unverified harness version); strict: 2'
+    >>> matched_summary(2, 0, strict=False)
+    '2 matched (harness version verified for all); strict: 2'
+    >>> matched_summary(2, 1, strict=True)
+    '2 matched (strict harness version; 1 with unverified harness version left out)'
+    """
+    if strict:
+        return (
+            f"{n_matched} matched (strict harness version; {n_unverified} with unverified "
+            "harness version left out)"
+        )
+    detail = (
+        f"{n_unverified} with unverified harness version"
+        if n_unverified
+        else "harness version verified for all"
+    )
+    return f"{n_matched} matched ({detail}); strict: {n_matched - n_unverified}"
+
+
 @dataclass(frozen=True)
 class MatchResult:
     """Tasks of one (baseline, treatment) pair, lined up.
@@ -231,8 +198,10 @@ class MatchResult:
     baseline, treatment : str
         Config names.
     keys : pandas.DataFrame
-        One row per matched task: ``task_name, model, harness_version, benchmark``,
-        ``n_trials_baseline``, ``n_trials_treatment`` (trials with a valid reward that
+        One row per matched task: ``task_name, model, harness_version``,
+        ``harness_version_unverified`` (bool: a side's version is unknown, so equal
+        versions are not verified), ``harness_version_note`` (which side and why, else
+        None), ``benchmark``, ``n_trials_baseline``, ``n_trials_treatment`` (trials with a valid reward that
         were combined), ``errored_trials_*``, ``timed_out_trials_*``, ``flagged`` (any
         errored or timed-out trial on either side), ``tokens_source_*``, ``cost_source_*``.
     baseline_values, treatment_values : pandas.DataFrame
@@ -242,6 +211,13 @@ class MatchResult:
         config_name, model, harness_version, n_trials, reason``.
     combine : str
         Rule used for repeated trials (``"mean"`` or ``"latest"``).
+    value_columns : tuple of str
+        The columns of ``baseline_values`` / ``treatment_values``.
+    strict_harness_version : bool
+        Whether only pairs with known, equal versions were kept.
+    n_unverified : int
+        Pairs whose harness version is unverified: kept (and flagged) in ``keys``, or,
+        in strict mode, left out (in ``unmatched``).
     """
 
     baseline: str
@@ -252,11 +228,34 @@ class MatchResult:
     unmatched: pd.DataFrame
     combine: str = "mean"
     value_columns: tuple[str, ...] = field(default=())
+    strict_harness_version: bool = False
+    n_unverified: int = 0
 
     @property
     def n_matched(self) -> int:
-        """Number of matched tasks."""
+        """Number of matched tasks (under the rule used: lenient or strict)."""
         return len(self.keys)
+
+    @property
+    def n_matched_strict(self) -> int:
+        """Matched tasks whose harness version is known and equal on both sides."""
+        return len(self.keys) - int(self.keys["harness_version_unverified"].sum())
+
+    def summary_line(self) -> str:
+        """How many pairs each harness-version rule kept, in one line.
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"config_name": ["b", "t", "b", "t"], "task_name": ["x", "x", "y", "y"],
+        ...     "harness_version": ["1", "1", "1", None], "reward": [1.0, 0.0, 1.0, 1.0]})
+        >>> match_tasks(df, "b", "t").summary_line()
+        '2 matched (1 with unverified harness version); strict: 1'
+        >>> match_tasks(df, "b", "t", strict_harness_version=True).summary_line()
+        '1 matched (strict harness version; 1 with unverified harness version left out)'
+        """
+        return matched_summary(
+            self.n_matched, self.n_unverified, strict=self.strict_harness_version
+        )
 
     def per_task(self) -> pd.DataFrame:
         """Wide table: the keys, then ``baseline:<col>``, ``treatment:<col>``, ``delta:<col>``.
@@ -358,12 +357,152 @@ def _combine(side: _Side, value_columns: Sequence[str], combine: str) -> pd.Seri
     return side.valid[list(value_columns)].mean(axis=0, skipna=True)
 
 
+class _VersionPlan(NamedTuple):
+    """How the harness-version groups of one (task, model) are paired.
+
+    ``pairs``: ``(version, baseline groups, treatment groups)`` per pair, ``version`` the
+    known version of the pair or the missing key; ``left_out``: ``(side, group, reason)``.
+    """
+
+    pairs: list[tuple[str, list[str], list[str]]]
+    left_out: list[tuple[str, str, str]]
+
+
+def _versions_text(versions: Iterable[str]) -> str:
+    return ", ".join(sorted(versions)) or "none"
+
+
+def _plan_versions(
+    baseline: dict[str, _Side], treatment: dict[str, _Side], names: dict[str, str]
+) -> _VersionPlan:
+    """Pair the harness-version groups of one task and model (both sides have trials).
+
+    Known versions pair with the same known version; trials of unknown version join the
+    one version they can belong to (their side knows no other), or pair among themselves
+    when neither side knows its version. Two known versions that differ never pair.
+    """
+    groups = {"baseline": baseline, "treatment": treatment}
+    known = {side: {v for v in g if v != _MISSING_KEY} for side, g in groups.items()}
+    unknown = {side: _MISSING_KEY in g for side, g in groups.items()}
+    common = known["baseline"] & known["treatment"]
+    pairs: list[tuple[str, list[str], list[str]]] = []
+    left_out: list[tuple[str, str, str]] = []
+
+    def other(side: str) -> str:
+        return "treatment" if side == "baseline" else "baseline"
+
+    for side in ("baseline", "treatment"):
+        if not known[other(side)]:
+            continue
+        for version in sorted(known[side] - common):
+            left_out.append(
+                (
+                    side,
+                    version,
+                    f"harness version differs: {version} here, "
+                    f"{_versions_text(known[other(side)])} in {other(side)} config "
+                    f"{names[other(side)]}",
+                )
+            )
+    all_known = known["baseline"] | known["treatment"]
+    single: str | None = None
+    if len(common) == 1:
+        single = next(iter(common))
+    elif len(all_known) == 1 and not (known["baseline"] and known["treatment"]):
+        single = next(iter(all_known))  # only one side knows its version, and it is one
+    if single is not None:
+        # The unknown trials of a side join the pair when that side knows no other
+        # version than the pair's: then they can only be it (or pair as unknown).
+        chosen: dict[str, list[str]] = {}
+        for side in ("baseline", "treatment"):
+            chosen[side] = [single] if single in groups[side] else []
+            if unknown[side] and known[side] <= {single}:
+                chosen[side].append(_MISSING_KEY)
+            elif unknown[side]:
+                left_out.append(
+                    (
+                        side,
+                        _MISSING_KEY,
+                        "harness version unknown here and this config ran several "
+                        f"({_versions_text(known[side])}): cannot tell which it is",
+                    )
+                )
+        pairs.append((single, chosen["baseline"], chosen["treatment"]))
+        return _VersionPlan(pairs, left_out)
+    for version in sorted(common):
+        pairs.append((version, [version], [version]))
+    if not known["baseline"] and not known["treatment"]:
+        pairs.append((_MISSING_KEY, [_MISSING_KEY], [_MISSING_KEY]))
+        return _VersionPlan(pairs, left_out)
+    ambiguous = (
+        f"baseline ran {_versions_text(known['baseline'])}, "
+        f"treatment ran {_versions_text(known['treatment'])}"
+    )
+    for side in ("baseline", "treatment"):
+        if unknown[side]:
+            left_out.append(
+                (
+                    side,
+                    _MISSING_KEY,
+                    f"harness version unknown here and the known versions leave it ambiguous "
+                    f"({ambiguous})",
+                )
+            )
+        if not known[other(side)] and known[side]:
+            # the other side knows no version and this side ran several: which one pairs?
+            for version in sorted(known[side]):
+                left_out.append(
+                    (
+                        side,
+                        version,
+                        f"harness version of {other(side)} config {names[other(side)]} is "
+                        f"unknown and this config ran several ({ambiguous})",
+                    )
+                )
+    return _VersionPlan(pairs, left_out)
+
+
+def _merge_sides(entries: Sequence[_Side]) -> _Side:
+    if len(entries) == 1:
+        return entries[0]
+    rows = pd.concat([e.rows for e in entries])
+    valid = pd.concat([e.valid for e in entries])
+    if "trial_name" in rows.columns:
+        rows = rows.sort_values("trial_name", kind="mergesort", na_position="last")
+        valid = valid.sort_values("trial_name", kind="mergesort", na_position="last")
+    return _Side(rows=rows, valid=valid)
+
+
+def _version_note(entries: dict[str, _Side]) -> str | None:
+    """Why a pair's harness version is unverified, or None when both sides know it."""
+    parts = []
+    for side, entry in entries.items():
+        unknown = entry.rows[entry.rows["_harness"] == _MISSING_KEY]
+        if unknown.empty:
+            continue
+        reasons = (
+            unknown[UNKNOWN_REASON_COLUMN].dropna().astype(str)
+            if UNKNOWN_REASON_COLUMN in unknown.columns
+            else pd.Series(dtype=str)
+        )
+        why = "; ".join(sorted(set(reasons))) or "no version recorded"
+        if len(unknown) == len(entry.rows):
+            parts.append(f"{side} version unknown ({why})")
+        else:
+            parts.append(
+                f"{side}: {len(unknown)} of {len(entry.rows)} trials of unknown version ({why})"
+            )
+    return "; ".join(parts) or None
+
+
 def match_tasks(
     df: pd.DataFrame,
     baseline: str,
     treatment: str,
     combine: str = "mean",
     value_columns: Sequence[str] | None = None,
+    *,
+    strict_harness_version: bool = False,
 ) -> MatchResult:
     """Line up the tasks that ``baseline`` and ``treatment`` both ran comparably.
 
@@ -379,6 +518,9 @@ def match_tasks(
         How repeated trials of a task are combined (see the module notes).
     value_columns : sequence of str, optional
         Columns to carry; default: the outcomes present, then every metric column.
+    strict_harness_version : bool
+        Keep only pairs whose harness versions are both known and equal; a pair with an
+        unknown version goes to ``unmatched`` with the reason (default: kept, flagged).
 
     Returns
     -------
@@ -416,15 +558,20 @@ def match_tasks(
     work["_task"] = work["task_name"].astype(str)
     work["_model"] = _key_series(work, "model")
     work["_harness"] = _key_series(work, "harness_version")
+    # "unknown" and blank are how harnesses write a version they do not know
+    blank = work["_harness"].str.strip().str.lower().isin(["", "unknown", "none", "nan"])
+    work.loc[blank, "_harness"] = _MISSING_KEY
     if "trial_name" in work.columns:
         work = work.sort_values(["_task", "trial_name"], kind="mergesort", na_position="last")
 
-    sides: dict[str, dict[tuple[str, str, str], _Side]] = {baseline: {}, treatment: {}}
-    for (config, task, model, harness), rows in work.groupby(
-        ["config_name", "_task", "_model", "_harness"], sort=True
-    ):
+    # (task, model) -> side -> harness version (or the missing key) -> trials
+    by_task: dict[tuple[str, str], dict[str, dict[str, _Side]]] = {}
+    for group_key, rows in work.groupby(["config_name", "_task", "_model", "_harness"], sort=True):
+        config, task, model, harness = (str(k) for k in group_key)
         valid = rows[np.isfinite(rows["reward"].to_numpy(dtype=float))]
-        sides[str(config)][(task, model, harness)] = _Side(rows=rows, valid=valid)
+        side = "baseline" if config == baseline else "treatment"
+        groups = by_task.setdefault((task, model), {"baseline": {}, "treatment": {}})
+        groups[side][harness] = _Side(rows=rows, valid=valid)
 
     names = {"baseline": baseline, "treatment": treatment}
     key_rows: list[dict[str, object]] = []
@@ -445,69 +592,79 @@ def match_tasks(
             }
         )
 
-    b_side, t_side = sides[baseline], sides[treatment]
-    for key in sorted(set(b_side) | set(t_side)):
-        b_entry, t_entry = b_side.get(key), t_side.get(key)
-        if b_entry is None or t_entry is None:
-            side, entry = ("baseline", b_entry) if b_entry is not None else ("treatment", t_entry)
-            assert entry is not None
-            other = "treatment" if side == "baseline" else "baseline"
-            other_keys = [k for k in sides[names[other]] if k[0] == key[0]]
-            if not other_keys:
-                reason = f"not run by {other} config {names[other]}"
-            elif any(k[1] == key[1] for k in other_keys):
-                versions = sorted(
-                    {_display_key(k[2]) or "none" for k in other_keys if k[1] == key[1]}
-                )
+    n_unverified = 0
+    for (task, model), groups in sorted(by_task.items()):
+        if not groups["baseline"] or not groups["treatment"]:
+            ran = "baseline" if groups["baseline"] else "treatment"
+            absent = "treatment" if ran == "baseline" else "baseline"
+            other_models = sorted(
+                m for (t, m), g in by_task.items() if t == task and m != model and g[absent]
+            )
+            if other_models:
                 reason = (
-                    f"harness version differs: {_display_key(key[2]) or 'none'} here, "
-                    f"{', '.join(versions)} in {other} config {names[other]}"
+                    f"model differs: {_display_key(model) or 'none'} here, "
+                    f"{', '.join(_display_key(m) or 'none' for m in other_models)} "
+                    f"in {absent} config {names[absent]}"
                 )
             else:
-                models = sorted({_display_key(k[1]) or "none" for k in other_keys})
-                reason = (
-                    f"model differs: {_display_key(key[1]) or 'none'} here, "
-                    f"{', '.join(models)} in {other} config {names[other]}"
-                )
-            leave_out(side, key, entry, reason)
+                reason = f"not run by {absent} config {names[absent]}"
+            for harness, entry in sorted(groups[ran].items()):
+                leave_out(ran, (task, model, harness), entry, reason)
             continue
-        b_values = _combine(b_entry, value_columns, combine)
-        t_values = _combine(t_entry, value_columns, combine)
-        if isinstance(b_values, str) or isinstance(t_values, str):
-            problems = []
-            if isinstance(b_values, str):
-                problems.append(f"baseline: {b_values}")
-            if isinstance(t_values, str):
-                problems.append(f"treatment: {t_values}")
-            reason = "; ".join(problems)
-            leave_out("baseline", key, b_entry, reason)
-            leave_out("treatment", key, t_entry, reason)
-            continue
-        errored_b = _flag_counts(b_entry.rows, "errored")
-        errored_t = _flag_counts(t_entry.rows, "errored")
-        timed_b = _flag_counts(b_entry.rows, "timed_out")
-        timed_t = _flag_counts(t_entry.rows, "timed_out")
-        key_rows.append(
-            {
-                "task_name": key[0],
-                "model": _display_key(key[1]),
-                "harness_version": _display_key(key[2]),
-                "benchmark": _joined(pd.concat([b_entry.rows, t_entry.rows]), "benchmark"),
-                "n_trials_baseline": len(b_entry.valid) if combine == "mean" else 1,
-                "n_trials_treatment": len(t_entry.valid) if combine == "mean" else 1,
-                "trials_without_reward_baseline": b_entry.n_trials - len(b_entry.valid),
-                "trials_without_reward_treatment": t_entry.n_trials - len(t_entry.valid),
-                "errored_trials_baseline": errored_b,
-                "errored_trials_treatment": errored_t,
-                "timed_out_trials_baseline": timed_b,
-                "timed_out_trials_treatment": timed_t,
-                "flagged": bool(errored_b or errored_t or timed_b or timed_t),
-                **{f"{c}_baseline": _joined(b_entry.rows, c) for c in SOURCE_COLUMNS},
-                **{f"{c}_treatment": _joined(t_entry.rows, c) for c in SOURCE_COLUMNS},
-            }
-        )
-        b_rows.append(b_values)
-        t_rows.append(t_values)
+        plan = _plan_versions(groups["baseline"], groups["treatment"], names)
+        for side, harness, reason in plan.left_out:
+            leave_out(side, (task, model, harness), groups[side][harness], reason)
+        for version, b_versions, t_versions in plan.pairs:
+            b_entry = _merge_sides([groups["baseline"][v] for v in b_versions])
+            t_entry = _merge_sides([groups["treatment"][v] for v in t_versions])
+            key = (task, model, version)
+            note = _version_note({"baseline": b_entry, "treatment": t_entry})
+            if note is not None and strict_harness_version:
+                n_unverified += 1
+                reason = f"harness version unverified (strict mode): {note}"
+                leave_out("baseline", key, b_entry, reason)
+                leave_out("treatment", key, t_entry, reason)
+                continue
+            b_values = _combine(b_entry, value_columns, combine)
+            t_values = _combine(t_entry, value_columns, combine)
+            if isinstance(b_values, str) or isinstance(t_values, str):
+                problems = []
+                if isinstance(b_values, str):
+                    problems.append(f"baseline: {b_values}")
+                if isinstance(t_values, str):
+                    problems.append(f"treatment: {t_values}")
+                reason = "; ".join(problems)
+                leave_out("baseline", key, b_entry, reason)
+                leave_out("treatment", key, t_entry, reason)
+                continue
+            n_unverified += note is not None
+            errored_b = _flag_counts(b_entry.rows, "errored")
+            errored_t = _flag_counts(t_entry.rows, "errored")
+            timed_b = _flag_counts(b_entry.rows, "timed_out")
+            timed_t = _flag_counts(t_entry.rows, "timed_out")
+            key_rows.append(
+                {
+                    "task_name": task,
+                    "model": _display_key(model),
+                    "harness_version": _display_key(version),
+                    "harness_version_unverified": note is not None,
+                    "harness_version_note": note,
+                    "benchmark": _joined(pd.concat([b_entry.rows, t_entry.rows]), "benchmark"),
+                    "n_trials_baseline": len(b_entry.valid) if combine == "mean" else 1,
+                    "n_trials_treatment": len(t_entry.valid) if combine == "mean" else 1,
+                    "trials_without_reward_baseline": b_entry.n_trials - len(b_entry.valid),
+                    "trials_without_reward_treatment": t_entry.n_trials - len(t_entry.valid),
+                    "errored_trials_baseline": errored_b,
+                    "errored_trials_treatment": errored_t,
+                    "timed_out_trials_baseline": timed_b,
+                    "timed_out_trials_treatment": timed_t,
+                    "flagged": bool(errored_b or errored_t or timed_b or timed_t),
+                    **{f"{c}_baseline": _joined(b_entry.rows, c) for c in SOURCE_COLUMNS},
+                    **{f"{c}_treatment": _joined(t_entry.rows, c) for c in SOURCE_COLUMNS},
+                }
+            )
+            b_rows.append(b_values)
+            t_rows.append(t_values)
 
     key_columns = list(MATCH_KEY_COLUMNS)
     unmatched_columns = [
@@ -525,432 +682,17 @@ def match_tasks(
             return pd.DataFrame({c: pd.Series(dtype=float) for c in value_columns})
         return pd.DataFrame([r.to_numpy(dtype=float) for r in rows], columns=value_columns)
 
+    keys = pd.DataFrame(key_rows, columns=key_columns)
+    keys["harness_version_unverified"] = keys["harness_version_unverified"].astype(bool)
     return MatchResult(
         baseline=baseline,
         treatment=treatment,
-        keys=pd.DataFrame(key_rows, columns=key_columns),
+        keys=keys,
         baseline_values=values_frame(b_rows),
         treatment_values=values_frame(t_rows),
         unmatched=pd.DataFrame(unmatched, columns=unmatched_columns),
         combine=combine,
         value_columns=tuple(value_columns),
+        strict_harness_version=strict_harness_version,
+        n_unverified=n_unverified,
     )
-
-
-# --------------------------------------------------------------------------- tests
-
-
-#: Largest number of non-zero deltas whose Wilcoxon p-value is computed exactly (by
-#: enumerating all ``2**n`` sign flips: 2**20 sums of 8 bytes = 8 MiB, a few ms).
-EXACT_MAX_N = 20
-_SCIPY_EXACT_MAX_N = 50  # untied samples up to this size use scipy's exact distribution
-
-
-def bootstrap_mean_ci(
-    values: Sequence[float] | np.ndarray,
-    *,
-    n_boot: int = 10000,
-    seed: int = 0,
-    alpha: float = 0.05,
-) -> tuple[float, float]:
-    """Percentile bootstrap ``1 - alpha`` CI of the mean, resampling values with replacement.
-
-    The one bootstrap of a mean in retrieval_lib: paired deltas here and the per-config
-    means of the reports (:func:`retrieval_lib.report.tables.mean_ci`) both use it.
-
-    Parameters
-    ----------
-    values : array-like of float
-        Finite observations (the caller drops missing values; NaN is refused).
-    n_boot : int
-        Resamples; each draws ``len(values)`` indices from
-        ``numpy.random.Generator(PCG64(seed))`` (the stream of
-        ``numpy.random.default_rng(seed)``), in chunks that bound memory.
-    seed : int
-        Generator seed.
-    alpha : float
-        The interval holds the ``alpha/2`` and ``1 - alpha/2`` quantiles (linear
-        interpolation) of the bootstrap means.
-
-    Returns
-    -------
-    (float, float)
-        Lower and upper bound.
-
-    Raises
-    ------
-    StatisticsError
-        No values, a non-finite value, ``n_boot < 1`` or ``alpha`` outside (0, 1).
-
-    Examples
-    --------
-    >>> bootstrap_mean_ci([2.0, 2.0, 2.0], n_boot=50)
-    (2.0, 2.0)
-    >>> low, high = bootstrap_mean_ci([0.0, 1.0, 0.0, 1.0], n_boot=2000, seed=1)
-    >>> 0.0 <= low < 0.5 < high <= 1.0
-    True
-    """
-    data = np.asarray(values, dtype=float).reshape(-1)
-    if n_boot < 1:
-        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
-    if not 0.0 < alpha < 1.0:
-        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
-    if data.size == 0:
-        raise StatisticsError("no values to bootstrap")
-    if not np.isfinite(data).all():
-        raise StatisticsError("bootstrap values must be finite (drop missing values first)")
-    rng = np.random.Generator(np.random.PCG64(seed))
-    n = data.size
-    means = np.empty(n_boot)
-    chunk = max(1, _BOOT_CELLS // n)
-    for start in range(0, n_boot, chunk):
-        stop = min(start + chunk, n_boot)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = data[idx].mean(axis=1)
-    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(low), float(high)
-
-
-class WilcoxonResult(NamedTuple):
-    """Two-sided Wilcoxon signed-rank test of paired deltas.
-
-    Attributes
-    ----------
-    statistic : float
-        ``min(R+, R-)`` over the non-zero deltas (average ranks for tied ``|delta|``);
-        NaN when every delta is zero.
-    p_value : float
-        Two-sided p-value; NaN when every delta is zero.
-    method : str or None
-        ``"exact"`` (full sign-flip enumeration), ``"normal_approx"``, or None when not
-        computable (every delta zero).
-    """
-
-    statistic: float
-    p_value: float
-    method: str | None
-
-
-def _signed_rank_null(doubled_ranks: np.ndarray) -> np.ndarray:
-    """``2 * R+`` for every one of the ``2**n`` sign assignments (integers, exact)."""
-    sums = np.zeros(1, dtype=np.int64)
-    for rank in doubled_ranks:
-        sums = np.concatenate([sums, sums + rank])
-    return sums
-
-
-def wilcoxon_signed_rank(
-    deltas: Sequence[float] | np.ndarray, *, exact_max_n: int = EXACT_MAX_N
-) -> WilcoxonResult:
-    """Two-sided Wilcoxon signed-rank test, exact by enumeration for small samples.
-
-    Parameters
-    ----------
-    deltas : array-like of float
-        Paired differences (treatment − baseline), all finite (drop missing pairs
-        first). They are rounded to 12 decimals before zeros and ties are judged, so
-        floating-point noise neither invents nor breaks a tie.
-    exact_max_n : int
-        Largest number of non-zero deltas tested exactly (default :data:`EXACT_MAX_N`).
-
-    Returns
-    -------
-    WilcoxonResult
-        ``(statistic, p_value, method)``; also a plain tuple.
-
-    Notes
-    -----
-    Zeros are dropped (Wilcoxon's rule) and the ``n`` remaining ``|delta|`` ranked, tied
-    values getting their average rank. Let ``w`` be the observed ``R+`` (sum of the
-    ranks of positive deltas) and ``E = n(n+1)/4`` its null mean.
-
-    * ``n <= exact_max_n``: under the null every one of the ``2**n`` sign assignments of
-      these ranks is equally likely; all of them are enumerated (ranks doubled to exact
-      integers) and ``p = P(|W - E| >= |w - E|)``. The null is symmetric about ``E``, so
-      this equals ``2 * min(P(W <= w), P(W >= w))`` capped at 1, the convention of
-      ``scipy.stats.wilcoxon`` (``method="exact"`` without ties, a
-      ``PermutationMethod`` with at least ``2**n`` resamples with them).
-    * larger ``n`` without tied ``|delta|`` and at most 50: scipy's exact null
-      distribution (``scipy.stats.wilcoxon(method="exact")``), the same p-value the
-      enumeration would give;
-    * otherwise: ``z = (w - E -/+ 0.5) / sd`` with the tie-corrected
-      ``sd**2 = n(n+1)(2n+1)/24 - sum(t**3 - t)/48`` (``t`` the sizes of tie groups) and
-      a continuity correction of 0.5 towards ``E``; ``p = 2 * (1 - Phi(|z|))``
-      (``scipy.stats.wilcoxon(method="asymptotic", correction=True)``).
-
-    Examples
-    --------
-    >>> res = wilcoxon_signed_rank([1, 1, 1, 1, 1, -1])  # ranks all 3.5: P(<= 1 loss) = 7/64
-    >>> float(res.statistic), round(res.p_value, 6), res.method
-    (3.5, 0.21875, 'exact')
-    >>> wilcoxon_signed_rank([0, 1, 2, 3, 4]).p_value  # zero dropped: 2 * 1/16
-    0.125
-    >>> wilcoxon_signed_rank([0.0, 0.0]).method is None
-    True
-    """
-    from scipy import stats
-
-    values = np.asarray(deltas, dtype=float).reshape(-1)
-    if not np.isfinite(values).all():
-        raise StatisticsError("Wilcoxon deltas must be finite (drop missing pairs first)")
-    if exact_max_n > 24:
-        raise StatisticsError(f"exact_max_n={exact_max_n} would enumerate more than 2**24 signs")
-    snapped = np.round(values, _SNAP_DECIMALS)
-    nonzero = snapped[snapped != 0]
-    n = nonzero.size
-    if n == 0:
-        return WilcoxonResult(math.nan, math.nan, None)
-    ranks = stats.rankdata(np.abs(nonzero))  # average ranks: multiples of 1/2
-    r_plus = float(ranks[nonzero > 0].sum())
-    statistic = min(r_plus, n * (n + 1) / 2.0 - r_plus)
-    if n > exact_max_n:
-        if n <= _SCIPY_EXACT_MAX_N and np.unique(ranks).size == n:
-            # no tied |delta|: scipy's exact null distribution of W needs no enumeration
-            res = stats.wilcoxon(nonzero, method="exact")
-            return WilcoxonResult(statistic, float(res.pvalue), "exact")
-        res = stats.wilcoxon(nonzero, method="asymptotic", correction=True)
-        return WilcoxonResult(statistic, float(res.pvalue), "normal_approx")
-    doubled = np.rint(2.0 * ranks).astype(np.int64)
-    null = _signed_rank_null(doubled)  # 2 * R+ of every sign assignment
-    twice_mean = n * (n + 1) // 2  # 2 * E, an integer
-    observed = abs(int(np.rint(2.0 * r_plus)) - twice_mean)
-    p_value = float(np.count_nonzero(np.abs(null - twice_mean) >= observed)) / null.size
-    return WilcoxonResult(statistic, p_value, "exact")
-
-
-def _rank_biserial(deltas: np.ndarray) -> float:
-    from scipy import stats
-
-    nonzero = deltas[deltas != 0]
-    if nonzero.size == 0:
-        return math.nan
-    ranks = stats.rankdata(np.abs(nonzero))
-    total = ranks.sum()
-    return float((ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum()) / total)
-
-
-def _paired_row(
-    a: Sequence[float] | np.ndarray | pd.Series,
-    b: Sequence[float] | np.ndarray | pd.Series,
-    n_boot: int,
-    seed: int,
-    min_n: int,
-    metric: str,
-) -> dict[str, object]:
-    if n_boot < 1:
-        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
-    base = np.asarray(a, dtype=float).reshape(-1)
-    treat = np.asarray(b, dtype=float).reshape(-1)
-    if base.shape != treat.shape:
-        raise StatisticsError(
-            f"paired samples differ in length: {base.size} baseline vs {treat.size} treatment"
-        )
-    keep = np.isfinite(base) & np.isfinite(treat)
-    base, treat = base[keep], treat[keep]
-    deltas = treat - base
-    # signs, zeros and ties are judged on deltas snapped to a 1e-12 grid, so that
-    # floating-point noise (0.3 - 0.2 vs 0.2 - 0.1) neither breaks ties nor invents wins
-    snapped = np.round(deltas, _SNAP_DECIMALS)
-    n = int(deltas.size)
-    wins, losses = int((snapped > 0).sum()), int((snapped < 0).sum())
-    row: dict[str, object] = dict.fromkeys(PAIRED_COLUMNS, math.nan)
-    row.update(
-        metric=metric,
-        n=n,
-        n_dropped=int((~keep).sum()),
-        wins=wins,
-        losses=losses,
-        ties=n - wins - losses,
-        wilcoxon_method=None,
-        computable=False,
-        reason=None,
-    )
-    if n < min_n:
-        row["reason"] = f"n={n} matched pairs is below the minimum of {min_n}"
-        return row
-
-    from scipy import stats
-
-    notes: list[str] = []
-    row["mean_baseline"] = float(base.mean())
-    row["mean_treatment"] = float(treat.mean())
-    row["mean_delta"] = float(deltas.mean())
-    row["median_delta"] = float(np.median(deltas))
-    row["ci_low"], row["ci_high"] = bootstrap_mean_ci(deltas, n_boot=n_boot, seed=seed)
-    statistic, p_value, method = wilcoxon_signed_rank(snapped)
-    row["wilcoxon_statistic"] = statistic
-    row["wilcoxon_p"] = p_value
-    row["wilcoxon_method"] = method
-    if method is None:
-        notes.append("wilcoxon: all paired deltas are zero")
-    if wins + losses:
-        row["sign_test_p"] = float(stats.binomtest(wins, wins + losses, 0.5).pvalue)
-    else:
-        notes.append("sign test: no non-zero deltas")
-    row["rank_biserial"] = _rank_biserial(snapped)
-    if np.unique(snapped).size > 1:
-        row["cohen_dz"] = float(deltas.mean()) / float(deltas.std(ddof=1))
-    else:
-        notes.append("cohen_dz: the deltas have zero variance")
-    row["computable"] = True
-    row["reason"] = "; ".join(notes) or None
-    return row
-
-
-def paired_comparison(
-    a: Sequence[float] | np.ndarray | pd.Series,
-    b: Sequence[float] | np.ndarray | pd.Series,
-    *,
-    n_boot: int = 10000,
-    seed: int = 0,
-    min_n: int = 3,
-    metric: str = "",
-) -> pd.DataFrame:
-    """Paired comparison of baseline values ``a`` and treatment values ``b`` (delta = b − a).
-
-    Parameters
-    ----------
-    a, b : array-like of float
-        Per-task values of the same tasks in the same order; NaN marks a missing value
-        and drops that task (reported in ``n_dropped``).
-    n_boot : int
-        Bootstrap resamples for the CI of the mean delta.
-    seed : int
-        Seed of the bootstrap generator (``PCG64``).
-    min_n : int
-        Fewest complete pairs for a computable comparison.
-    metric : str
-        Value of the ``metric`` column.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row with :data:`PAIRED_COLUMNS`. Parts that cannot be computed (all deltas
-        zero, zero variance) are NaN and explained in ``reason``; with fewer than
-        ``min_n`` pairs every statistic is NaN and ``computable`` is False.
-
-    Examples
-    --------
-    >>> row = paired_comparison([1, 2, 3], [2, 4, 6], n_boot=100).iloc[0]
-    >>> float(row["mean_delta"]), float(row["median_delta"]), int(row["wins"])
-    (2.0, 2.0, 3)
-    """
-    row = _paired_row(a, b, n_boot=n_boot, seed=seed, min_n=min_n, metric=metric)
-    return pd.DataFrame([row], columns=list(PAIRED_COLUMNS))
-
-
-def compare_matched(
-    match: MatchResult,
-    metrics: Sequence[str] | None = None,
-    *,
-    n_boot: int = 10000,
-    seed: int = 0,
-    min_n: int = 3,
-) -> pd.DataFrame:
-    """:func:`paired_comparison` for every value column of ``match``, Holm-adjusted.
-
-    Parameters
-    ----------
-    match : MatchResult
-        Output of :func:`match_tasks`.
-    metrics : sequence of str, optional
-        Columns to compare; default every value column of the match.
-    n_boot, seed, min_n
-        As in :func:`paired_comparison` (the same seed for every metric).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``baseline, treatment`` + :data:`PAIRED_COLUMNS` + ``wilcoxon_p_holm``:
-        the Wilcoxon p-values adjusted by Holm over the **family of all metrics of this
-        pair** (non-computable ones excluded). Rows in the order of ``metrics``.
-    """
-    names = list(metrics) if metrics is not None else list(match.value_columns)
-    rows = [
-        _paired_row(
-            match.baseline_values[name],
-            match.treatment_values[name],
-            n_boot=n_boot,
-            seed=seed,
-            min_n=min_n,
-            metric=name,
-        )
-        for name in names
-    ]
-    columns = ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"]
-    if not rows:
-        return pd.DataFrame(columns=columns)
-    out = pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
-    out.insert(0, "treatment", match.treatment)
-    out.insert(0, "baseline", match.baseline)
-    out["wilcoxon_p_holm"] = holm(out["wilcoxon_p"].to_numpy(dtype=float))
-    return out[columns]
-
-
-def mcnemar_exact(
-    b_pass: Sequence[float] | np.ndarray | pd.Series,
-    t_pass: Sequence[float] | np.ndarray | pd.Series,
-    *,
-    min_n: int = 3,
-) -> pd.DataFrame:
-    """Exact McNemar test of paired pass/fail outcomes (baseline vs treatment).
-
-    Parameters
-    ----------
-    b_pass, t_pass : array-like
-        Per-task pass (1/True) or fail (0/False) of each side, same tasks in the same
-        order; NaN/None drops the task.
-    min_n : int
-        Fewest complete pairs for a computable test.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row with :data:`MCNEMAR_COLUMNS`: the 2×2 counts and the two-sided exact
-        p-value ``min(1, 2 * P(X <= min(b, c)))``, X ~ Binomial(b + c, 1/2) over the
-        discordant pairs. No discordant pair gives p = 1 (noted in ``reason``).
-
-    Examples
-    --------
-    >>> row = mcnemar_exact([1, 1, 1, 1, 0], [0, 0, 0, 0, 0]).iloc[0]
-    >>> int(row["baseline_only"]), float(row["p_value"])
-    (4, 0.125)
-    """
-    from scipy import stats
-
-    base = as_float(pd.Series(list(b_pass), dtype=object)).to_numpy()
-    treat = as_float(pd.Series(list(t_pass), dtype=object)).to_numpy()
-    if base.shape != treat.shape:
-        raise StatisticsError(
-            f"paired samples differ in length: {base.size} baseline vs {treat.size} treatment"
-        )
-    keep = np.isfinite(base) & np.isfinite(treat)
-    base, treat = base[keep], treat[keep]
-    bad = sorted(set(np.unique(np.concatenate([base, treat])).tolist()) - {0.0, 1.0})
-    if bad:
-        raise StatisticsError(f"pass/fail values must be 0/1 or booleans; found {bad}")
-    both = int(((base == 1) & (treat == 1)).sum())
-    b_only = int(((base == 1) & (treat == 0)).sum())
-    t_only = int(((base == 0) & (treat == 1)).sum())
-    neither = int(((base == 0) & (treat == 0)).sum())
-    n = int(base.size)
-    row: dict[str, object] = {
-        "n": n,
-        "both_pass": both,
-        "baseline_only": b_only,
-        "treatment_only": t_only,
-        "neither": neither,
-        "p_value": math.nan,
-        "computable": False,
-        "reason": None,
-    }
-    if n < min_n:
-        row["reason"] = f"n={n} matched pairs is below the minimum of {min_n}"
-    else:
-        discordant = b_only + t_only
-        tail = stats.binom.cdf(min(b_only, t_only), discordant, 0.5) if discordant else 1.0
-        row["p_value"] = float(min(1.0, 2.0 * tail))
-        row["computable"] = True
-        if not discordant:
-            row["reason"] = "no discordant pairs: no evidence of a difference (p = 1)"
-    return pd.DataFrame([row], columns=list(MCNEMAR_COLUMNS))

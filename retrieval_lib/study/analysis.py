@@ -191,7 +191,8 @@ def leaderboard(
 
     Columns: ``model, config_family, configs, runs, tasks, trials, reward_n, reward_mean,
     reward_ci_low, reward_ci_high, pass_n, pass_mean, pass_ci_low, pass_ci_high,
-    tokens_n, mean_total_tokens, cost_n, mean_cost_usd, time_n, mean_time_s``. Means are
+    tokens_n, tokens_mean, cost_usd_n, cost_usd_mean, time_seconds_n, time_seconds_mean``
+    (tokens: ``total_tokens``; time: ``agent_execution_seconds``). Means are
     over trials with a value (``*_n`` of them); a trial without a reward is not a 0.
     """
     rows = []
@@ -208,9 +209,9 @@ def leaderboard(
         row |= _ci(sub["reward"], alpha, n_boot, seed, "reward")
         row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass")
         for column, name, n_name in (
-            ("total_tokens", "mean_total_tokens", "tokens_n"),
-            ("cost_usd", "mean_cost_usd", "cost_n"),
-            ("agent_execution_seconds", "mean_time_s", "time_n"),
+            ("total_tokens", "tokens_mean", "tokens_n"),
+            ("cost_usd", "cost_usd_mean", "cost_usd_n"),
+            ("agent_execution_seconds", "time_seconds_mean", "time_seconds_n"),
         ):
             mean, n = _mean_n(sub[column]) if column in sub else (math.nan, 0)
             row[n_name], row[name] = n, mean
@@ -225,11 +226,11 @@ def leaderboard(
         *(f"reward_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
         *(f"pass_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
         "tokens_n",
-        "mean_total_tokens",
-        "cost_n",
-        "mean_cost_usd",
-        "time_n",
-        "mean_time_s",
+        "tokens_mean",
+        "cost_usd_n",
+        "cost_usd_mean",
+        "time_seconds_n",
+        "time_seconds_mean",
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -463,7 +464,7 @@ def matched_overview(
             if tested:
                 out["reason"] = None
             elif deltas.size:
-                out["reason"] = f"descriptive only, no test: {row['reason']}"
+                out["reason"] = f"no test: {row['reason']}"
             else:
                 out["reason"] = row["reason"]
             rows.append(out)
@@ -477,42 +478,17 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     config_name, trial_id, trial_name, reward, passed, combined`` (``combined``: the trial had a valid
     reward, so it entered the task's mean), sorted by pair, task, side, run and trial.
     """
-    columns = [
-        "baseline",
-        "treatment",
-        "task_name",
-        "model",
-        "harness_version",
-        "side",
-        "run_id",
-        "config_name",
-        "trial_id",
-        "trial_name",
-        "reward",
-        "passed",
-        "combined",
-    ]
+    key_columns = ["baseline", "treatment", "task_name", "model", "harness_version"]
+    trial_columns = ["run_id", "config_name", "trial_id", "trial_name", "reward", "passed"]
+    columns = [*key_columns[:5], "side", *trial_columns, "combined"]
     if per_task.empty:
         return pd.DataFrame(columns=columns)
-    keys = per_task[["baseline", "treatment", "task_name", "model", "harness_version"]]
+    keys = per_task[key_columns]
     sides = pd.concat(
         [keys.assign(side=side, config_family=keys[side]) for side in ("baseline", "treatment")],
         ignore_index=True,
     )
-    candidates = trials[
-        [
-            "config_family",
-            "task_name",
-            "model",
-            "harness_version",
-            "run_id",
-            "config_name",
-            "trial_id",
-            "trial_name",
-            "reward",
-            "passed",
-        ]
-    ]
+    candidates = trials[["config_family", "task_name", "model", "harness_version", *trial_columns]]
     merged = sides.merge(
         candidates, on=["config_family", "task_name"], how="inner", suffixes=("", "_trial")
     )

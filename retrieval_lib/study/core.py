@@ -59,6 +59,10 @@ class StudyOptions:
         Explicit config families to compare (default: paired by name).
     exclude_flagged
         Leave trials with a confidence flag out of every analysis.
+    strict_harness_version
+        Keep only pairs whose harness versions are both known and equal (default: an
+        unknown version is no difference; such pairs are flagged
+        ``harness_version_unverified``).
     """
 
     seed: int = 0
@@ -70,6 +74,7 @@ class StudyOptions:
     baseline: str | None = None
     treatment: str | None = None
     exclude_flagged: bool = False
+    strict_harness_version: bool = False
 
 
 @dataclass(frozen=True)
@@ -268,6 +273,7 @@ def _impact(study: Study) -> ImpactResult:
             combine=o.combine,
             metrics=metrics,
             correlate=False,
+            strict_harness_version=o.strict_harness_version,
         )
         for base, treat in pairs
     ]

@@ -131,7 +131,9 @@ def _code_fingerprint() -> str:
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*")):
-        if path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
+        parts = path.relative_to(package).parts
+        # bundled/: the shipped notebooks and example runs, data rather than code
+        if path.suffix in (".py", ".json") and "__pycache__" not in parts and parts[0] != "bundled":
             digest.update(path.relative_to(package).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

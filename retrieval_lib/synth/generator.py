@@ -23,13 +23,10 @@ from __future__ import annotations
 import random
 import shutil
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from retrieval_lib.errors import InputError
 from retrieval_lib.synth.agent import Call, Message, TrialPlan, plan_trial
@@ -44,6 +41,14 @@ from retrieval_lib.synth.formats import (
     trajectory_bytes,
     transcript_lines,
     uuid4,
+)
+from retrieval_lib.synth.manifest import (
+    MANIFEST_NAME,
+    CallFacts,
+    RunFacts,
+    SynthManifest,
+    TaskFacts,
+    TrialFacts,
 )
 
 __all__ = [
@@ -66,7 +71,6 @@ HARNESS_VERSION = "2.1.62"
 ARCHIVED_HARNESS_VERSION = "2.1.50"
 BATCH_BASE = datetime(2026, 3, 1, 9, 15, 0)
 ARCHIVE_BASE = datetime(2026, 2, 28, 0, 6, 30)
-MANIFEST_NAME = "synth_manifest.json"
 _ARCHIVED_KINDS = ("solve_sh", "none")
 
 #: Presets of the CLI's ``--scale``: tasks, read span (lines) and call-level facts.
@@ -95,185 +99,6 @@ _MCP_PREAMBLE = (
     "| Read full file | `sg_read_file` |\n"
     "| Browse structure | `sg_list_files` |\n\n---\n\n"
 )
-
-
-# --------------------------------------------------------------------------------------
-# Manifest records
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class CallFacts:
-    """Ground truth of one tool call (normalised keys, see contracts §2)."""
-
-    id: str
-    name: str
-    category: str
-    is_mcp: bool
-    is_subagent: bool
-    argument_files: list[str]
-    result_files: list[str]
-    read_files: list[str]
-    written_files: list[str]
-    result_in_trace: bool
-
-
-@dataclass
-class TaskFacts:
-    """One task definition and its expected ground truth."""
-
-    name: str
-    suite: str
-    task_dirs: list[str]
-    gt_kind: str
-    gt_source: str | None
-    gt_confidence: str | None
-    gt_files: list[str]
-    expected_edit_files: list[str]
-    gt_chunks: list[dict[str, Any]]
-    """Line ranges: expected defects (annotation = description), curator chunks, patch hunks."""
-    symbol: str
-    repos: list[str]
-    reward_type: str
-
-
-@dataclass
-class TrialFacts:
-    """What one trial's files contain, worked out while generating them."""
-
-    run_id: str
-    layout: str
-    config_name: str
-    trial_dir: str
-    trial_name: str
-    task_name: str
-    raw_task_name: str
-    benchmark: str
-    batch_timestamp: str | None
-    started_at: str
-    model: str
-    harness_version: str | None
-    repeat_index: int
-    trials_for_pair: int
-    is_latest_trial: bool
-    trace_files: list[str]
-    has_transcript: bool
-    has_trajectory: bool
-    transcript_truncated: bool
-    banner_lines: int
-    expected_trace_source: str | None
-    gt_files: list[str]
-    reward: float | None
-    exception_type: str | None
-    skill: float
-    coverage: float
-    tool_calls: int
-    tool_calls_by_name: dict[str, int]
-    tool_calls_by_category: dict[str, int]
-    mcp_calls: int
-    subagent_calls: int
-    transcript_tool_uses: int | None
-    trajectory_tool_steps: int | None
-    surfaced_gt_files: list[str]
-    """Ground-truth keys named by a non-write call's arguments or (present) result."""
-    read_gt_files: list[str]
-    files_read: list[str]
-    """Keys of every file read (Read, read_file, ``sed -n``/``head``): lowercase paths,
-    ``repo::path`` in multi-repo tasks."""
-    written_files: list[str]
-    submitted_files: list[str]
-    first_gt_hit_call_id: str | None
-    first_gt_hit_step: int | None
-    """0-based index among the trace's tool calls (trajectory order when present)."""
-    parallel_groups: list[list[str]]
-    """Tool-call ids issued in one message, in transcript order (trajectory reverses them)."""
-    cost_usd: float | None
-    """The transcript's ``total_cost_usd``; ``None`` without a complete transcript."""
-    input_tokens: int | None
-    """Session totals over distinct API messages (subagents included); ``None`` when no
-    trace reports them in full (no trace, or a transcript cut off before its result)."""
-    output_tokens: int | None
-    cache_read_tokens: int | None
-    cache_creation_tokens: int | None
-    distinct_messages: int | None
-    agent_execution_seconds: float
-    calls: list[CallFacts] = field(default_factory=list)
-    """Per call, in the trace's order (empty unless call facts were requested)."""
-
-
-@dataclass
-class RunFacts:
-    """One run folder."""
-
-    run_id: str
-    layout: str
-    path: str
-    configs: list[str]
-    n_trials: int
-    job_dirs: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SynthManifest:
-    """What :func:`generate_runs` wrote (also saved as ``synth_manifest.json``)."""
-
-    params: dict[str, Any]
-    tasks: list[TaskFacts]
-    runs: list[RunFacts]
-    trials: list[TrialFacts]
-    files_written: int
-    """Files written, the manifest itself excluded."""
-    bytes_written: int
-    """Bytes written, the manifest itself excluded."""
-    out_dir: Path | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (without the machine-specific ``out_dir``)."""
-        data = asdict(self)
-        data.pop("out_dir")
-        return data
-
-    def iter_json(self) -> Iterator[bytes]:
-        """``synth_manifest.json`` in pieces, one trial at a time (no full copy in memory).
-
-        The bytes equal ``orjson.dumps(self.to_dict(), option=OPT_INDENT_2 | OPT_SORT_KEYS)``
-        plus a final newline: sorted keys and two-space indent, as ``retrieval_lib.io``.
-        """
-        option = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
-        head = {
-            "bytes_written": self.bytes_written,
-            "files_written": self.files_written,
-            "params": self.params,
-            "runs": [asdict(run) for run in self.runs],
-            "tasks": [asdict(task) for task in self.tasks],
-        }
-        # "trials" sorts last: open its list where the head object closes.
-        yield orjson.dumps(head, option=option)[:-2] + b',\n  "trials": ['
-        for index, trial in enumerate(self.trials):
-            body = orjson.dumps(asdict(trial), option=option).replace(b"\n", b"\n    ")
-            yield (b",\n    " if index else b"\n    ") + body
-        yield b"\n  ]\n}\n" if self.trials else b"]\n}\n"
-
-    def trial(self, trial_name: str) -> TrialFacts:
-        """The trial called ``trial_name`` (``KeyError`` if there is none)."""
-        for trial in self.trials:
-            if trial.trial_name == trial_name:
-                return trial
-        raise KeyError(trial_name)
-
-    def task(self, name: str) -> TaskFacts:
-        """The task called ``name`` (``KeyError`` if there is none)."""
-        for task in self.tasks:
-            if task.name == name:
-                return task
-        raise KeyError(name)
-
-    def summary(self) -> str:
-        """One line: tasks, runs, trials, files and bytes."""
-        return (
-            f"{len(self.tasks)} tasks, {len(self.runs)} runs, {len(self.trials)} trials, "
-            f"{self.files_written} files, {self.bytes_written / 1e6:.2f} MB"
-        )
 
 
 # --------------------------------------------------------------------------------------

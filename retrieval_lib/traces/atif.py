@@ -28,13 +28,14 @@ transcript's ``input + cache_creation + cache_read + output``.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
+from retrieval_lib.io import parse_iso_time
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 from retrieval_lib.traces.stream_json import _content_text, _loads_repaired, _read_trace_bytes
 
@@ -189,14 +190,6 @@ def _check_version(document: dict[str, Any], where: str) -> None:
             f"trajectory {where} has unsupported ATIF version {version!r}: "
             "only ATIF-v1.x can be read"
         )
-
-
-def _parse_time(value: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 class _Clock:
@@ -395,7 +388,7 @@ class _TrajectoryParser:
         """A step's timestamp when it is ISO 8601 (else ``None``, counted by ``clock``)."""
         if value is None:
             return None, None
-        moment = _parse_time(value) if isinstance(value, str) else None
+        moment = parse_iso_time(value) if isinstance(value, str) else None
         if moment is None:
             clock.unparseable.append(number)
             return None, None

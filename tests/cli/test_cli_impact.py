@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,11 +56,61 @@ def test_impact_command_writes_and_summarises(tmp_path, capsys):
     written = run / "retrieval_events" / "retrieval_impact.json"
     assert written.is_file() and pooled.is_file()
     assert f"wrote {written}" in out and f"wrote {pooled}" in out
-    assert "baseline-local-direct vs mcp-remote-direct: 5 matched task(s), 0 unmatched" in out
+    assert (
+        "baseline-local-direct vs mcp-remote-direct: 5 matched (harness version verified for "
+        "all); strict: 5; 0 unmatched" in out
+    )
     # rewards: baseline 0,1,0,1,0 vs 1 everywhere -> mean delta 0.6
     assert "reward: mean delta +0.6 [95% CI" in out and "n=5" in out
     doc = json.loads(written.read_text())
     assert doc["params"]["seed"] == 3 and doc["params"]["n_boot"] == 200
+
+
+def test_impact_command_strict_harness_version(tmp_path, capsys):
+    table = _table()
+    # task-0: baseline version unknown (no usable trace); task-1: both unknown;
+    # task-2: known versions that differ
+    table.loc[
+        (table["task_name"] == "task-0") & table["config_name"].str.startswith("b"),
+        "harness_version",
+    ] = None
+    table.loc[table["task_name"] == "task-1", "harness_version"] = None
+    table.loc[
+        (table["task_name"] == "task-2") & table["config_name"].str.startswith("m"),
+        "harness_version",
+    ] = "2"
+    table["harness_version_unknown_reason"] = table["harness_version"].map(
+        lambda v: "no usable trace" if pd.isna(v) else None
+    )
+    run = _write(tmp_path, table)
+    written = run / "retrieval_events" / "retrieval_impact.json"
+    assert main(["impact", str(run), "--n-boot", "50"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "baseline-local-direct vs mcp-remote-direct: 4 matched (2 with unverified harness "
+        "version); strict: 2; 1 unmatched" in out
+    )
+    doc = json.loads(written.read_text())
+    notes = {r["task_name"]: r["harness_version_note"] for r in doc["per_task"]}
+    assert notes == {
+        "task-0": "baseline version unknown (no usable trace)",
+        "task-1": "baseline version unknown (no usable trace); "
+        "treatment version unknown (no usable trace)",
+        "task-3": None,
+        "task-4": None,
+    }
+    assert doc["params"]["strict_harness_version"] is False
+
+    assert main(["impact", str(run), "--n-boot", "50", "--strict-harness-version"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "baseline-local-direct vs mcp-remote-direct: 2 matched (strict harness version; 2 with "
+        "unverified harness version left out); 3 unmatched" in out
+    )
+    doc = json.loads(written.read_text())
+    assert [r["task_name"] for r in doc["per_task"]] == ["task-3", "task-4"]
+    assert doc["params"]["strict_harness_version"] is True
+    assert doc["pairs"][0]["n_harness_unverified"] == 2
 
 
 def test_impact_command_metric_family_and_flagged_option(tmp_path, capsys):
@@ -199,3 +250,45 @@ def test_normalize_evaluate_impact_on_the_real_corpus(tmp_path, capsys):
     assert (reward["wins"], reward["losses"], reward["ties"]) == (0, 1, 2)
     small = next(r for r in design["comparisons"] if r["metric"] == "reward")
     assert small["n"] == 2 and small["computable"] is False and small["mean_delta"] is None
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real corpus not found at {CORPUS}")
+def test_design_run_without_the_django_mcp_trajectory_still_matches_both_tasks(tmp_path, capsys):
+    # A copy of the corpus (input artifacts are read-only) whose django MCP trial lost its
+    # only trace: its harness version is unknown, which must not unmatch the task.
+    corpus = tmp_path / "csb"
+    shutil.copytree(CORPUS, corpus)
+    for path in [corpus, *corpus.rglob("*")]:  # the copy keeps the read-only modes
+        path.chmod(path.stat().st_mode | 0o200)
+    design = corpus / "runs" / "official" / "ccb_design_haiku_20260228_025547"
+    (trajectory,) = design.glob("mcp-remote-direct/*/mcp_django-*/agent/trajectory.json")
+    trajectory.unlink()
+    out = tmp_path / "out"
+    tasks = str(corpus / "benchmarks")
+    assert (
+        main(["normalize", str(design), "--tasks-root", tasks, "--out", str(out), "--quiet"]) == 0
+    )
+    assert main(["evaluate", str(out)]) == 0
+    assert main(["impact", str(out), "--n-boot", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "baseline-local-direct vs mcp-remote-direct: 2 matched (1 with unverified harness "
+        "version); strict: 1; 0 unmatched" in printed
+    )
+    doc = json.loads((out / design.name / "retrieval_events" / "retrieval_impact.json").read_text())
+    rows = {r["task_name"]: r for r in doc["per_task"]}
+    assert sorted(rows) == ["django-modeladmin-impact-001", "envoy-routeconfig-dep-chain-001"]
+    django = rows["django-modeladmin-impact-001"]
+    assert django["harness_version"] == "2.1.62"  # the baseline's transcript init line
+    assert django["harness_version_unverified"] is True
+    assert django["harness_version_note"] == "treatment version unknown (no trace)"
+    assert (django["baseline:reward"], django["treatment:reward"]) == (1.0, 1.0)
+    assert rows["envoy-routeconfig-dep-chain-001"]["harness_version_unverified"] is False
+    assert doc["unmatched"] == []
+
+    # strict: only envoy, whose versions are read on both sides (2.1.62 and 2.1.62)
+    assert main(["impact", str(out), "--n-boot", "200", "--strict-harness-version"]) == 0
+    printed = capsys.readouterr().out
+    assert "1 matched (strict harness version; 1 with unverified harness version left out)" in (
+        printed
+    )

@@ -132,3 +132,47 @@ def test_aggregate_text_prints_every_rate_with_its_n(example_db, capsys):
         line for line in out.splitlines() if "refusal_correctness" in line
     )
     assert f"(n={n['hit_at_k']})" in next(line for line in out.splitlines() if "hit@5" in line)
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["v1-then-v2", "v2-then-v1"])
+def test_compare_keeps_the_order_the_user_typed(example_db, capsys, tmp_path, order):
+    db, _ = example_db
+    first, second = (EXAMPLE_RUNS[i].run_id for i in order)
+    # each run's own refusal correctness, from `kb aggregate` (no comparison involved;
+    # it does not depend on chunk ids): v1 refuses all 3 off-topic queries, v2 answers one
+    rc = {}
+    for run in EXAMPLE_RUNS:
+        assert main(["kb", "aggregate", run.run_id, "--db", str(db), "--json"]) == 0
+        rc[run.run_id] = json.loads(capsys.readouterr().out)["refusal_correctness"]
+    assert rc == {"bm25-window200-v1": 1.0, "bm25-paragraph-v2": pytest.approx(2 / 3, abs=1e-4)}
+
+    md = tmp_path / "compare.md"
+    argv = ["kb", "compare", first, second, "--db", str(db), "--bootstrap", "50"]
+    assert main([*argv, "--report", str(md)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{first} vs {second} (chunk matching: fallback_doc_span)"
+    row = next(line.split() for line in out if line.split()[0] == "refusal_correctness")
+    # "<metric>  <first> -> <second>  delta <second - first>"
+    assert row[1:6] == [
+        f"{rc[first]:.4f}",
+        "->",
+        f"{rc[second]:.4f}",
+        "delta",
+        f"{rc[second] - rc[first]:+.4f}",
+    ]
+    text = md.read_text()
+    assert text.startswith(f"# Knowledge-base comparison: `{first}` vs `{second}`\n")
+    assert f"- Run A (baseline): `{first}`" in text
+    assert (
+        f"| refusal_correctness | {rc[first]:.4f} | {rc[second]:.4f} | {rc[second] - rc[first]:+.4f} |"
+        in text
+    )
+
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert list(report).index("run_a") < list(report).index("run_b")
+    assert (report["run_a"], report["run_b"]) == (first, second)
+    assert report["aggregate_a"]["refusal_correctness"] == rc[first]
+    assert report["aggregate_b"]["refusal_correctness"] == rc[second]
+    delta = report["deltas"]["refusal_correctness"]
+    assert delta == pytest.approx(rc[second] - rc[first], abs=1e-4)

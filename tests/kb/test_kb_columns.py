@@ -1,15 +1,18 @@
-"""Columnar run store and vectorised metrics: identical to the record path, v2 -> v3 migration.
+"""The one evaluation path (columns) against the record-by-record oracle; store migrations.
 
-The record path (``evaluate_queries``, ``aggregate_from_records``, ``compare_records`` over
-``KBStore.load_results``) is the reference: on randomised runs that exercise every branch
-(failed, missing and empty queries, duplicate documents, several expected chunks, spans
-that overlap, touch or are absent, unknown expected spans, partial inventories, broken
-citations) the columnar path must give exactly the same values, bit for bit.
+``record_oracle`` computes the per-query values and the aggregate one
+:class:`QueryResult` at a time. On randomised runs that exercise every branch (failed,
+missing and empty queries, duplicate documents, several expected chunks, spans that
+overlap, touch or are absent, unknown expected spans, partial inventories, broken
+citations) the columnar path must give exactly the same values, bit for bit. A store of
+an older format is migrated once when opened, on a copy of an old database built here
+with the old schema's DDL.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -17,27 +20,22 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from kb_testutils import write_jsonl
+from kb_testutils import write_jsonl, write_v2_store
+from record_oracle import aggregate_records, doc_rank, evaluate_records, span_coverage
 
-from retrieval_lib.kb.columns import (
-    RunColumns,
-    aggregate_from_columns,
-    evaluate_columns,
-)
+from retrieval_lib.kb.columns import RunColumns, evaluate_columns
 from retrieval_lib.kb.compare import compare_records, compare_runs
+from retrieval_lib.kb.definitions import MATCH_EXACT, MATCH_FALLBACK
 from retrieval_lib.kb.exceptions import StoreSchemaError
 from retrieval_lib.kb.golden import GoldenSet, parse_golden
 from retrieval_lib.kb.ingest import ingest_run
 from retrieval_lib.kb.metrics import (
-    MATCH_EXACT,
-    MATCH_FALLBACK,
+    aggregate_from_columns,
     aggregate_from_records,
     compute_aggregate,
-    evaluate_queries,
-    span_coverage,
 )
 from retrieval_lib.kb.records import Answer, Citation, Hit, QueryResult
-from retrieval_lib.kb.store import KBStore
+from retrieval_lib.kb.store import SCHEMA_VERSION, KBStore
 
 N_DOCS = 6
 DOC_LENGTH = 400
@@ -149,7 +147,7 @@ def _assert_same_per_query(old, new) -> None:
 
 
 @pytest.mark.parametrize("seed", range(25))
-def test_columns_give_the_record_path_values_on_random_runs(seed):
+def test_columns_give_the_oracle_values_on_random_runs(seed):
     case = _random_case(seed)
     golden, spans = case["golden"], case["golden"].expected_chunk_spans
     for results in (case["a"], case["b"]):
@@ -161,23 +159,26 @@ def test_columns_give_the_record_path_values_on_random_runs(seed):
             (MATCH_EXACT, case["inventory"]),
             (MATCH_FALLBACK, None),
         ):
-            old = evaluate_queries(
+            expected = evaluate_records(
                 golden, results, mode=mode, expected_spans=spans, inventory_ids=inventory
             )
-            new = evaluate_columns(
+            got = evaluate_columns(
                 golden, columns, mode=mode, expected_spans=spans, inventory_ids=inventory
             )
-            _assert_same_per_query(old, new)
-            old_agg = aggregate_from_records(
-                golden, results, inventory, mode=mode, expected_spans=spans
-            )
-            new_agg = aggregate_from_columns(
+            _assert_same_per_query(expected, got)
+            oracle = aggregate_records(golden, results, inventory, mode=mode, expected_spans=spans)
+            agg = aggregate_from_columns(
                 golden, columns, inventory, mode=mode, expected_spans=spans
             )
-            assert _plain(new_agg.to_dict()) == _plain(old_agg.to_dict())
+            assert _plain(agg.to_dict()) == _plain(oracle)
+            in_memory = aggregate_from_records(
+                golden, results, inventory, mode=mode, expected_spans=spans
+            )
+            assert _plain(in_memory.to_dict()) == _plain(oracle)
     # the random cases do reach the branches that matter
-    fallback = evaluate_queries(golden, case["a"], mode=MATCH_FALLBACK, expected_spans=spans)
+    fallback = evaluate_records(golden, case["a"], mode=MATCH_FALLBACK, expected_spans=spans)
     assert any(r is not None for r in fallback.first_hit_rank)
+    assert any(math.isnan(v) for v in fallback.reciprocal_rank)
 
 
 def test_random_cases_cover_partial_span_overlaps():
@@ -215,53 +216,35 @@ def _golden_file(path: Path, golden: GoldenSet) -> Path:
     return path
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_store_compare_and_aggregate_equal_the_record_path(tmp_path, seed):
-    """compare_runs/compute_aggregate (columns) against compare_records over load_results."""
-    case = _random_case(seed)
+def _ingest_case(store: KBStore, tmp_path: Path, case: dict[str, Any]) -> dict[str, Any]:
+    """Runs a (v1, inventory), b (v1, none) and c (v2, inventory); their stored records."""
     golden_path = _golden_file(tmp_path / "golden.yaml", case["golden"])
     chunks = write_jsonl(tmp_path / "chunks.jsonl", _chunk_rows(case))
-    with KBStore(tmp_path / "eval.sqlite") as store:
-        for name, version, with_chunks in (
-            ("a", "v1", True),
-            ("b", "v1", False),
-            ("c", "v2", True),
-        ):
-            results = case["a" if name == "a" else "b"]
-            # the inventory must name every hit's chunk: keep only those hits when given
-            rows = _result_rows(results)
-            if with_chunks:
-                known = {r["chunk_id"] for r in _chunk_rows(case)}
-                for row in rows:
-                    row["hits"] = [h for h in row["hits"] if h["chunk_id"] in known]
-                    for rank, h in enumerate(row["hits"], 1):
-                        h["rank"] = rank
-            ingest_run(
-                store,
-                write_jsonl(tmp_path / f"{name}.jsonl", rows),
-                golden_path,
-                chunks_path=chunks if with_chunks else None,
-                run_id=name,
-                chunker_version=version,
-            )
-        for run_a, run_b in (("a", "b"), ("a", "c"), ("c", "b")):
-            new = compare_runs(store, run_a, run_b, n_bootstrap=200, seed=seed)
-            old = _reference_compare(store, run_a, run_b, n_bootstrap=200, seed=seed)
-            assert new.to_json() == old.to_json()
-            assert _plain(new.to_dict()) == _plain(old.to_dict())
-        for run_id in ("a", "b", "c"):
-            old_agg = aggregate_from_records(
-                GoldenSet.from_snapshot(store.get_run(run_id).golden_snapshot),
-                store.load_results(run_id),
-                set(store.load_chunks(run_id)) or None,
-            )
-            assert _plain(compute_aggregate(store, run_id).to_dict()) == _plain(old_agg.to_dict())
+    records = {}
+    for name, version, with_chunks in (("a", "v1", True), ("b", "v1", False), ("c", "v2", True)):
+        rows = _result_rows(case["a" if name == "a" else "b"])
+        if with_chunks:  # the inventory must name every hit's chunk: keep only those hits
+            known = {r["chunk_id"] for r in _chunk_rows(case)}
+            for row in rows:
+                row["hits"] = [h for h in row["hits"] if h["chunk_id"] in known]
+                for rank, h in enumerate(row["hits"], 1):
+                    h["rank"] = rank
+        ingest_run(
+            store,
+            write_jsonl(tmp_path / f"{name}.jsonl", rows),
+            golden_path,
+            chunks_path=chunks if with_chunks else None,
+            run_id=name,
+            chunker_version=version,
+        )
+        # as stored: ingest fills in the spans of hits from the inventory
+        records[name] = store.load_results(name)
+    return records
 
 
-def _reference_compare(store: KBStore, run_a: str, run_b: str, **kwargs: Any):
-    """compare_runs as it was before the columns: records loaded from the JSON documents."""
+def _in_memory_compare(store: KBStore, run_a: str, run_b: str, **kwargs: Any):
+    """compare_records over the records of the JSON documents (the Python API route)."""
     a, b = store.get_run(run_a), store.get_run(run_b)
-    chunks_a, chunks_b = store.load_chunks(run_a), store.load_chunks(run_b)
     return compare_records(
         run_a,
         run_b,
@@ -269,64 +252,130 @@ def _reference_compare(store: KBStore, run_a: str, run_b: str, **kwargs: Any):
         GoldenSet.from_snapshot(b.golden_snapshot),
         store.load_results(run_a),
         store.load_results(run_b),
-        chunks_a=set(chunks_a) or None,
-        chunks_b=set(chunks_b) or None,
+        chunks_a=store.load_chunk_ids(run_a) or None,
+        chunks_b=store.load_chunk_ids(run_b) or None,
         chunker_version_a=a.chunker_version,
         chunker_version_b=b.chunker_version,
         **kwargs,
     )
 
 
-def test_v2_store_is_migrated_to_columns_with_the_same_results(tmp_path):
-    """A database written at schema version 2 (no columns) gets them on open (v3)."""
-    case = _random_case(7)
-    golden_path = _golden_file(tmp_path / "golden.yaml", case["golden"])
-    path = tmp_path / "old.sqlite"
-    with KBStore(path, target_version=2) as old:
-        assert old.schema_version == 2 and not old.has_columns_table()
-        for name, version in (("a", "v1"), ("b", "v2")):
-            ingest_run(
-                old,
-                write_jsonl(tmp_path / f"{name}.jsonl", _result_rows(case[name])),
-                golden_path,
-                run_id=name,
-                chunker_version=version,
+def _assert_ranks_match_the_oracle(report, golden: GoldenSet, records: dict[str, Any]) -> None:
+    """Every per-query rank of a compare is the oracle's, criterion by criterion."""
+    spans = golden.expected_chunk_spans
+    mode = report.chunker_version_match
+    oracle = {
+        side: evaluate_records(golden, records[side], mode=mode, expected_spans=spans)
+        for side in ("a", "b")
+    }
+    for i, (query, row) in enumerate(zip(golden, report.per_query, strict=True)):
+        ranks = (row.a_hit_rank, row.b_hit_rank)
+        if row.criterion == "chunk":
+            assert ranks == (oracle["a"].first_hit_rank[i], oracle["b"].first_hit_rank[i])
+        elif row.criterion == "doc":
+            assert ranks == tuple(doc_rank(query, records[s].get(query.id)) for s in ("a", "b"))
+        else:
+            assert ranks == (None, None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_store_and_in_memory_runs_give_the_oracle_values(tmp_path, seed):
+    case = _random_case(seed)
+    with KBStore(tmp_path / "eval.sqlite") as store:
+        records = _ingest_case(store, tmp_path, case)
+        golden = GoldenSet.from_snapshot(store.get_run("a").golden_snapshot)
+        for run_a, run_b in (("a", "b"), ("a", "c"), ("c", "b")):
+            stored = compare_runs(store, run_a, run_b, n_bootstrap=200, seed=seed)
+            in_memory = _in_memory_compare(store, run_a, run_b, n_bootstrap=200, seed=seed)
+            assert stored.to_json() == in_memory.to_json()
+            pair = {"a": records[run_a], "b": records[run_b]}
+            _assert_ranks_match_the_oracle(stored, golden, pair)
+        for run_id in ("a", "b", "c"):
+            oracle = aggregate_records(
+                GoldenSet.from_snapshot(store.get_run(run_id).golden_snapshot),
+                records[run_id],
+                store.load_chunk_ids(run_id) or None,
             )
-        assert old.load_columns("a") is None
-        # without columns the store path falls back to the records
-        v2_report = compare_runs(old, "a", "b", n_bootstrap=100).to_json()
-        v2_aggregate = compute_aggregate(old, "a").to_json()
-    with sqlite3.connect(path) as conn:
-        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
-        assert "eval_run_columns" not in tables
+            assert _plain(compute_aggregate(store, run_id).to_dict()) == _plain(oracle)
+
+
+def test_a_v2_store_is_migrated_once_when_opened(tmp_path):
+    """A copy of a schema-version-2 database (no columns) gets them on open, once."""
+    case = _random_case(7)
+    snapshot = GoldenSet(
+        queries=case["golden"].queries, expected_chunk_spans=case["golden"].expected_chunk_spans
+    ).to_snapshot()
+    original = write_v2_store(
+        tmp_path / "v2.sqlite",
+        {
+            name: {"golden": snapshot, "results": _result_rows(case[name]), "chunker_version": v}
+            for name, v in (("a", "v1"), ("b", "v2"))
+        },
+    )
+    path = tmp_path / "copy.sqlite"
+    shutil.copyfile(original, path)
     with KBStore(path) as store:
-        assert store.schema_version == 3
-        assert [v for v, _, _ in store.applied_migrations()] == [1, 2, 3]
+        assert store.schema_version == SCHEMA_VERSION == 4
+        assert [v for v, _, _ in store.applied_migrations()] == [1, 2, 3, 4]
         assert store.integrity_check() == "ok"
         for name in ("a", "b"):
             columns = store.load_columns(name)
-            assert columns is not None
             # rows in ingest order, exactly the run's result lines
             assert columns.query_ids == list(case[name])
             assert int(columns.hit_offsets[-1]) == sum(len(r.hits) for r in case[name].values())
-        assert compare_runs(store, "a", "b", n_bootstrap=100).to_json() == v2_report
-        assert compute_aggregate(store, "a").to_json() == v2_aggregate
-        # a fresh ingest of the same run stores the same columns as the backfill did
+        oracle = aggregate_records(case["golden"], case["a"])
+        assert _plain(compute_aggregate(store, "a").to_dict()) == _plain(oracle)
+        report = compare_runs(store, "a", "b", n_bootstrap=100)
+        assert report.chunker_version_match == MATCH_FALLBACK
+        _assert_ranks_match_the_oracle(report, case["golden"], case)
+        # a fresh ingest of the same run stores the same columns as the migration did
+        golden_path = _golden_file(tmp_path / "golden.yaml", case["golden"])
         ingest_run(
             store,
-            tmp_path / "a.jsonl",
+            write_jsonl(tmp_path / "a.jsonl", _result_rows(case["a"])),
             golden_path,
             run_id="a-again",
             chunker_version="v1",
         )
-        fresh, migrated = store.load_columns("a-again"), store.load_columns("a")
-        assert fresh is not None and migrated is not None
-        assert fresh.encode() == migrated.encode()
+        assert store.load_columns("a-again").encode() == store.load_columns("a").encode()
         store.delete_run("a")
         left = store.conn.execute(
             "SELECT COUNT(*) FROM eval_run_columns WHERE run_id = 'a'"
         ).fetchone()[0]
         assert left == 0  # cascades with the run
+    with KBStore(path) as store:  # opening again applies nothing
+        assert len(store.applied_migrations()) == 4
+    with sqlite3.connect(original) as conn:  # the original was only read
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master")}
+        assert "eval_run_columns" not in tables
+
+
+def test_a_failed_migration_leaves_the_store_as_it_was(tmp_path):
+    case = _random_case(2)
+    rows = _result_rows(case["a"])
+    path = write_v2_store(
+        tmp_path / "v2.sqlite",
+        {"a": {"golden": case["golden"].to_snapshot(), "results": rows}},
+    )
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE eval_query_results SET result_json = '{\"query_id\": 1' WHERE query_id = ?",
+            (rows[-1]["query_id"],),
+        )
+    before = _dump(path)
+    with pytest.raises(StoreSchemaError, match="migration 3 .* nothing was changed"):
+        KBStore(path)
+    assert _dump(path) == before  # schema, rows and user_version (opening only set WAL)
+
+
+def _dump(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        return [f"user_version {version}", *conn.iterdump()]
+    finally:
+        conn.close()
 
 
 def test_encoded_columns_hold_what_was_ingested():
@@ -371,15 +420,16 @@ def test_spans_beyond_int32_are_stored_wide_and_still_match():
     )
     spans = golden.expected_chunk_spans
     new = evaluate_columns(golden, decoded, mode=MATCH_FALLBACK, expected_spans=spans)
-    old = evaluate_queries(golden, results, mode=MATCH_FALLBACK, expected_spans=spans)
+    old = evaluate_records(golden, results, mode=MATCH_FALLBACK, expected_spans=spans)
     assert new.first_hit_rank == old.first_hit_rank == [1]  # 60 of 100 characters
     assert new.matched_chunk == ["e"]
 
 
-def test_columns_of_another_format_fall_back_to_the_documents(tmp_path):
+def test_columns_of_an_older_format_are_rebuilt_on_open(tmp_path):
     case = _random_case(3)
     golden_path = _golden_file(tmp_path / "golden.yaml", case["golden"])
-    with KBStore(tmp_path / "eval.sqlite") as store:
+    path = tmp_path / "eval.sqlite"
+    with KBStore(path) as store:
         for name in ("a", "b"):
             ingest_run(
                 store,
@@ -388,16 +438,32 @@ def test_columns_of_another_format_fall_back_to_the_documents(tmp_path):
                 run_id=name,
             )
         expected = compare_runs(store, "a", "b", n_bootstrap=100).to_json()
-        store.conn.execute(
+        current = {n: store.load_columns(n).encode() for n in ("a", "b")}
+    # what a store written at schema version 3 with format-1 columns for run a looks like
+    with sqlite3.connect(path) as conn:
+        conn.execute(
             "UPDATE eval_run_columns SET data = ? WHERE run_id = 'a' AND name = 'meta'",
             (b'{"format": "kb-run-columns/1"}',),
         )
-        assert store.load_columns("a") is None and store.load_columns("b") is not None
+        conn.execute("DELETE FROM eval_run_columns WHERE run_id = 'a' AND name = 'spans'")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 4")
+        conn.execute("PRAGMA user_version = 3")
+    with KBStore(path) as store:
+        assert store.schema_version == 4
+        assert {n: store.load_columns(n).encode() for n in ("a", "b")} == current
         assert compare_runs(store, "a", "b", n_bootstrap=100).to_json() == expected
-        # a damaged column of the current format is an error, not a silent fallback
+        # a damaged column of the current format is an error, never a silent fallback
         store.conn.execute(
             "UPDATE eval_run_columns SET data = ? WHERE run_id = 'b' AND name = 'chunk_codes'",
             (b"\x00\x00",),
         )
         with pytest.raises(StoreSchemaError, match="damaged"):
             store.load_columns("b")
+        store.conn.execute("DELETE FROM eval_run_columns WHERE run_id = 'b'")
+        with pytest.raises(StoreSchemaError, match="no result columns"):
+            store.load_columns("b")
+
+
+def test_records_filed_under_another_query_id_are_refused():
+    with pytest.raises(ValueError, match="filed under 'q2'"):
+        RunColumns.from_results({"q2": QueryResult("q1", ())})

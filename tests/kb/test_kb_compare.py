@@ -259,7 +259,7 @@ def test_paired_delta_stats_against_scipy_and_resampling():
     assert stats["n"] == 60
     assert stats["mean_delta"] == pytest.approx(deltas.mean())
     # n = 60 with tied |deltas|: the tie-corrected normal approximation with continuity
-    # correction (retrieval_lib.stats.paired.wilcoxon_signed_rank, the one signed-rank test)
+    # correction (retrieval_lib.stats.paired_tests.wilcoxon_signed_rank, the one signed-rank test)
     reference = wilcoxon(deltas, zero_method="wilcox", correction=True, method="asymptotic")
     assert stats["wilcoxon"]["p_value"] == pytest.approx(reference.pvalue)
     assert stats["wilcoxon"]["statistic"] == pytest.approx(reference.statistic)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import yaml
@@ -14,12 +15,15 @@ from retrieval_lib.kb.examples import (
     build_example,
     build_example_store,
     chunk_paragraphs,
+    example_files,
     load_corpus,
+    write_example,
 )
 from retrieval_lib.kb.metrics import compute_aggregate
 from retrieval_lib.kb.store import KBStore
 
 EXAMPLE = REPO_ROOT / "examples" / "kb"
+PACKAGED = REPO_ROOT / "retrieval_lib" / "kb" / "example_data"
 
 
 def _jsonl(path):
@@ -33,16 +37,50 @@ def example_store(tmp_path_factory):
     return db, a, b, folder / "files"
 
 
-def test_committed_example_is_exactly_what_build_example_writes(example_store):
-    built = example_store[3]
-    committed = sorted(p.relative_to(EXAMPLE).as_posix() for p in EXAMPLE.rglob("*") if p.is_file())
-    generated = sorted(p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file())
-    assert generated == [p for p in committed if p != "README.md"]
+def _files(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def test_both_committed_copies_are_exactly_what_build_example_writes(tmp_path):
+    pytest.importorskip("rank_bm25")
+    built = tmp_path / "built"
+    build_example(built)
+    generated = _files(built)
+    assert generated == example_files()
+    assert generated == [p for p in _files(EXAMPLE) if p != "README.md"]
+    assert generated == [p for p in _files(PACKAGED) if p != "__pycache__"]
     for name in generated:
-        assert (built / name).read_bytes() == (EXAMPLE / name).read_bytes(), name
+        data = (built / name).read_bytes()
+        assert data == (EXAMPLE / name).read_bytes(), f"examples/kb/{name}"
+        assert data == (PACKAGED / name).read_bytes(), f"example_data/{name}"
+
+
+def test_write_example_copies_the_committed_example(tmp_path, example_store):
+    written = tmp_path / "written"
+    paths = write_example(written)
+    assert paths["results_v1"] == written / "results_v1.jsonl"
+    assert all(path.exists() for path in paths.values())
+    # build_example_store ingests exactly these files
+    assert _files(example_store[3]) == _files(written)
+    assert _files(written) == [p for p in _files(EXAMPLE) if p != "README.md"]
+    for name in _files(written):
+        assert (written / name).read_bytes() == (EXAMPLE / name).read_bytes(), name
+
+
+def test_the_example_store_needs_no_retriever(tmp_path, monkeypatch):
+    # None in sys.modules makes `import rank_bm25` fail, as in an install without [kb]
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)
+    db, run_a, run_b = build_example_store(tmp_path / "eval.sqlite")
+    assert (tmp_path / "kb-example" / "results_v1.jsonl").is_file()
+    with KBStore(db) as store:
+        assert sorted(r.run_id for r in store.list_runs()) == sorted([run_a, run_b])
+        assert store.count_rows(run_b)["results"] == 25
+    with pytest.raises(ModuleNotFoundError, match=r"needs rank_bm25 \(pip install -e '\.\[kb\]'\)"):
+        build_example(tmp_path / "regenerated")
 
 
 def test_build_example_is_deterministic(tmp_path):
+    pytest.importorskip("rank_bm25")
     first = build_example(tmp_path / "one")
     second = build_example(tmp_path / "two")
     for role, path in first.items():

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kb_testutils import golden_entry, hit, write_golden, write_jsonl
+from record_oracle import span_coverage
 
 from retrieval_lib.kb.golden import parse_golden
 from retrieval_lib.kb.ingest import ingest_run, parse_result
@@ -17,7 +18,6 @@ from retrieval_lib.kb.metrics import (
     AggregateMetrics,
     aggregate_from_records,
     compute_aggregate,
-    span_coverage,
     store_aggregate,
 )
 from retrieval_lib.kb.records import Answer, Citation, Hit, QueryResult

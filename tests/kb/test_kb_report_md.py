@@ -40,7 +40,7 @@ def test_report_lists_wins_losses_regressions_and_prints_null():
         {"query_id": "draw", "hits": []},
     )
     md = render_report_md(compare_records("base", "cand", golden, golden, a, b))
-    assert md.startswith("# Knowledge-base comparison: `cand` vs `base`\n")
+    assert md.startswith("# Knowledge-base comparison: `base` vs `cand`\n")
     assert "- Chunk matching: **exact**" in md
     # no answers at all: citation coverage is null on both sides, delta null
     assert "| citation_coverage | null | null | null |" in md

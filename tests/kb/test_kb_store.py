@@ -9,6 +9,18 @@ import pytest
 from retrieval_lib.kb.exceptions import KBError, RunNotFoundError, StoreSchemaError
 from retrieval_lib.kb.store import SCHEMA_VERSION, KBStore
 
+# Schema version 1 as it was released (runs and per-query results only).
+V1_DDL = (
+    "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY NOT NULL, "
+    "description TEXT NOT NULL, applied_at TEXT NOT NULL)",
+    "CREATE TABLE eval_runs (run_id TEXT PRIMARY KEY NOT NULL, suite TEXT, "
+    "created_at TEXT NOT NULL, chunker_version TEXT, config_snapshot_json TEXT, "
+    "golden_snapshot_json TEXT NOT NULL, aggregate_json TEXT)",
+    "CREATE TABLE eval_query_results (run_id TEXT NOT NULL REFERENCES eval_runs(run_id) "
+    "ON DELETE CASCADE, query_id TEXT NOT NULL, result_json TEXT NOT NULL, "
+    "PRIMARY KEY (run_id, query_id))",
+)
+
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
     return {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -20,7 +32,7 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
 
 def test_new_store_has_current_schema_wal_and_foreign_keys(tmp_path):
     with KBStore(tmp_path / "eval.sqlite") as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert {"eval_runs", "eval_query_results", "eval_chunks", "schema_migrations"} <= _tables(
@@ -36,38 +48,41 @@ def test_new_store_has_current_schema_wal_and_foreign_keys(tmp_path):
             "aggregate_json",
             "ingest_json",
         ]
-        assert [v for v, _, _ in store.applied_migrations()] == [1, 2, 3]
+        assert [v for v, _, _ in store.applied_migrations()] == [1, 2, 3, 4]
         assert store.integrity_check() == "ok"
 
 
 def test_migration_from_v1_keeps_data_and_adds_chunk_inventory(tmp_path):
+    """A database of schema version 1, built with that version's DDL, is migrated on open."""
     path = tmp_path / "old.sqlite"
-    with KBStore(path, target_version=1) as old:
-        assert old.schema_version == 1
-        assert "eval_chunks" not in _tables(old.conn)
-        assert "ingest_json" not in _columns(old.conn, "eval_runs")
-        with old.transaction() as conn:
-            conn.execute(
-                "INSERT INTO eval_runs (run_id, suite, created_at, chunker_version, "
-                "config_snapshot_json, golden_snapshot_json, aggregate_json) "
-                "VALUES ('r1', 's', '2026-01-01T00:00:00Z', 'v1', NULL, '{\"queries\": []}', NULL)"
-            )
-            conn.execute(
-                "INSERT INTO eval_query_results VALUES ('r1', 'q1', "
-                '\'{"query_id": "q1", "hits": [], "answer": null, "error": null}\')'
-            )
+    conn = sqlite3.connect(path)
+    with conn:
+        for statement in V1_DDL:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations VALUES (1, 'runs', '2026-01-01T00:00:00Z')")
+        conn.execute(
+            "INSERT INTO eval_runs VALUES ('r1', 's', '2026-01-01T00:00:00Z', 'v1', NULL, "
+            "'{\"queries\": []}', NULL)"
+        )
+        conn.execute(
+            "INSERT INTO eval_query_results VALUES ('r1', 'q1', "
+            '\'{"query_id": "q1", "hits": [], "answer": null, "error": null}\')'
+        )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
     with KBStore(path) as store:
-        assert store.schema_version == 3
-        assert [v for v, _, _ in store.applied_migrations()] == [1, 2, 3]
+        assert store.schema_version == 4
+        assert [v for v, _, _ in store.applied_migrations()] == [1, 2, 3, 4]
         assert "eval_chunks" in _tables(store.conn)
         run = store.get_run("r1")
         assert (run.chunker_version, run.ingest) == ("v1", None)
         assert list(store.load_results("r1")) == ["q1"]
+        assert store.load_columns("r1").query_ids == ["q1"]
         assert store.load_chunks("r1") == {}
         assert store.integrity_check() == "ok"
     # opening again applies nothing
     with KBStore(path) as store:
-        assert len(store.applied_migrations()) == 3
+        assert len(store.applied_migrations()) == 4
 
 
 def test_newer_schema_is_refused(tmp_path):

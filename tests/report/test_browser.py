@@ -99,6 +99,47 @@ def _browse(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
+def _inspect(html: Path, tmp_path: Path) -> dict:
+    """Open ``html`` in an iframe of a harness page; its images, headings, text, fetches."""
+    harness = tmp_path / "harness.html"
+    harness.write_text(
+        f"""<!DOCTYPE html><html><body><pre id="result">pending</pre>
+<iframe id="report" src="{html.as_uri()}" width="1280" height="2000"></iframe>
+<script>
+document.getElementById("report").addEventListener("load", function () {{
+  var doc = this.contentDocument, win = this.contentWindow;
+  var images = Array.from(doc.images);
+  document.getElementById("result").textContent = JSON.stringify({{
+    images: images.length,
+    decoded: images.filter(function (i) {{ return i.complete && i.naturalWidth > 0; }}).length,
+    png: images.filter(function (i) {{ return i.src.indexOf("data:image/png;base64,") === 0; }}).length,
+    headings: Array.from(doc.querySelectorAll("h1, h2")).map(function (h) {{
+      return h.textContent.replace("\\u00b6", "").trim(); }}),
+    text: doc.body.innerText,
+    resources: win.performance.getEntriesByType("resource").map(function (e) {{ return e.name; }})
+  }});
+}});
+</script></body></html>""",
+        encoding="utf-8",
+    )
+    done = _browse(
+        harness.as_uri(),
+        tmp_path / "profile",
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+    )
+    match = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.DOTALL)
+    assert match, done.stderr[-2000:]
+    return json.loads(
+        match.group(1)
+        .replace("&quot;", '"')
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+    )
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
@@ -128,36 +169,7 @@ def test_page_renders_sections_and_every_figure(report, tmp_path):
     assert (
         n_png >= 10
     )  # quality, funnel, probes, taxonomy, 2 slices, heatmap, scatter, deltas, wins
-    harness = tmp_path / "harness.html"
-    harness.write_text(
-        f"""<!DOCTYPE html><html><body><pre id="result">pending</pre>
-<iframe id="report" src="{html.as_uri()}" width="1280" height="2000"></iframe>
-<script>
-document.getElementById("report").addEventListener("load", function () {{
-  var doc = this.contentDocument, win = this.contentWindow;
-  var images = Array.from(doc.images);
-  document.getElementById("result").textContent = JSON.stringify({{
-    images: images.length,
-    decoded: images.filter(function (i) {{ return i.complete && i.naturalWidth > 0; }}).length,
-    png: images.filter(function (i) {{ return i.src.indexOf("data:image/png;base64,") === 0; }}).length,
-    headings: Array.from(doc.querySelectorAll("h1, h2")).map(function (h) {{
-      return h.textContent.replace("\\u00b6", "").trim(); }}),
-    resources: win.performance.getEntriesByType("resource").map(function (e) {{ return e.name; }})
-  }});
-}});
-</script></body></html>""",
-        encoding="utf-8",
-    )
-    done = _browse(
-        harness.as_uri(),
-        tmp_path / "profile",
-        "--allow-file-access-from-files",
-        "--virtual-time-budget=10000",
-        "--dump-dom",
-    )
-    match = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.DOTALL)
-    assert match, done.stderr[-2000:]
-    result = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    result = _inspect(html, tmp_path)
     assert result["images"] == n_png == result["png"] == result["decoded"]
     for section in SECTIONS:
         assert section in result["headings"], (section, result["headings"])
@@ -229,45 +241,6 @@ def study_report(tmp_path_factory):
         "image/png" in o.get("data", {}) for c in executed["cells"] for o in c.get("outputs", [])
     )
     return html, n_png
-
-
-def _inspect(html: Path, tmp_path: Path) -> dict:
-    harness = tmp_path / "harness.html"
-    harness.write_text(
-        f"""<!DOCTYPE html><html><body><pre id="result">pending</pre>
-<iframe id="report" src="{html.as_uri()}" width="1280" height="2000"></iframe>
-<script>
-document.getElementById("report").addEventListener("load", function () {{
-  var doc = this.contentDocument, win = this.contentWindow;
-  var images = Array.from(doc.images);
-  document.getElementById("result").textContent = JSON.stringify({{
-    images: images.length,
-    decoded: images.filter(function (i) {{ return i.complete && i.naturalWidth > 0; }}).length,
-    headings: Array.from(doc.querySelectorAll("h1, h2")).map(function (h) {{
-      return h.textContent.replace("\\u00b6", "").trim(); }}),
-    text: doc.body.innerText,
-    resources: win.performance.getEntriesByType("resource").map(function (e) {{ return e.name; }})
-  }});
-}});
-</script></body></html>""",
-        encoding="utf-8",
-    )
-    done = _browse(
-        harness.as_uri(),
-        tmp_path / "profile",
-        "--allow-file-access-from-files",
-        "--virtual-time-budget=10000",
-        "--dump-dom",
-    )
-    match = re.search(r'<pre id="result">(.*?)</pre>', done.stdout, re.DOTALL)
-    assert match, done.stderr[-2000:]
-    return json.loads(
-        match.group(1)
-        .replace("&quot;", '"')
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&")
-    )
 
 
 def test_study_page_shows_every_section_and_figure(study_report, tmp_path):

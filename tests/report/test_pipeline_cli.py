@@ -28,7 +28,7 @@ def _notebook(path, *cells):
     return path
 
 
-def test_report_renders_a_notebook_and_prints_the_html_path(tmp_path, capsys):
+def test_report_renders_a_notebook_and_prints_the_html_path(tmp_path, capfd):
     nb = _notebook(tmp_path / "tiny.ipynb", 'print(label * repeat + "-rendered")')
     params = tmp_path / "p.yaml"
     params.write_text('label: "ab"\nrepeat: 3\n')
@@ -37,7 +37,11 @@ def test_report_renders_a_notebook_and_prints_the_html_path(tmp_path, capsys):
     )
     assert code == 0
     html = tmp_path / "out" / "tiny" / "tiny.html"
-    assert capsys.readouterr().out.strip() == str(html.resolve())
+    # capfd: the kernel is another process writing to the same file descriptors
+    captured = capfd.readouterr()
+    assert captured.out.strip() == str(html.resolve())
+    assert "without encryption" not in captured.err
+    assert "IPKernelApp" not in captured.err
     text = html.read_text(encoding="utf-8")
     assert "ababab-rendered" in text
     assert "print(label" not in text  # code hidden
@@ -118,3 +122,31 @@ def test_parameters_cell_with_a_syntax_error_is_a_clear_error(tmp_path, capsys):
     nbformat.write(nb, str(path))
     assert main(["report", "--notebook", str(path), "--out", str(tmp_path / "o")]) == 1
     assert "parameters cell is not valid Python" in capsys.readouterr().err
+
+
+def test_strict_harness_version_flag_of_report_needs_a_notebook_with_that_parameter(
+    tmp_path, capsys
+):
+    nb = _notebook(tmp_path / "tiny.ipynb", "print(label)")
+    code = main(["report", "--notebook", str(nb), "--strict-harness-version"])
+    assert code == 1
+    assert "tiny.ipynb has no strict_harness_version parameter" in capsys.readouterr().err
+
+
+def test_strict_harness_version_flag_of_run_sets_the_parameter(tmp_path, monkeypatch):
+    from retrieval_lib.report import pipeline
+
+    seen = {}
+
+    def fake_pipeline(paths, tasks_root, out, *, params, workers):
+        seen.update(params)
+        return []
+
+    monkeypatch.setattr(pipeline, "run_pipeline", fake_pipeline)
+    params = tmp_path / "p.yaml"
+    params.write_text("seed: 3\n")
+    args = ["run", str(tmp_path), "--tasks-root", str(tmp_path), "-f", str(params)]
+    assert main(args) == 0
+    assert seen == {"seed": 3}
+    assert main([*args, "--strict-harness-version"]) == 0
+    assert seen == {"seed": 3, "strict_harness_version": True}

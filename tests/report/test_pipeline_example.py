@@ -91,3 +91,36 @@ def test_run_pipeline_checks_parameters_before_normalising(tmp_path):
     with pytest.raises(ReportError, match="must be int"):
         pipeline.run_pipeline([tmp_path], None, out, params={"seed": "1"})
     assert not out.exists()
+
+
+def test_run_pipeline_strict_harness_version_and_its_summary_line(tmp_path):
+    source = pipeline.bundled_examples()
+    if source is None:
+        pytest.skip("needs the committed example runs")
+    runs, tasks = source
+    run = runs / "official" / "csb_synth_haiku_20260301_091500"
+    # istio-config-option-001's baseline trial has no trace, so its version is unknown
+    lines: dict[bool, list[str]] = {False: [], True: []}
+    for strict in (False, True):
+        pipeline.run_pipeline(
+            [run],
+            tasks,
+            tmp_path / str(strict),
+            params={"n_boot": 100, "strict_harness_version": strict},
+            report=False,
+            log=lines[strict].append,
+        )
+    prefix = f"matched {run.name}, baseline-local-direct vs mcp-remote-direct: "
+    assert prefix + "8 matched (1 with unverified harness version); strict: 7" in lines[False]
+    assert (
+        prefix + "7 matched (strict harness version; 1 with unverified harness version left out)"
+        in lines[True]
+    )
+    impact = json.loads(
+        (tmp_path / "True" / run.name / "retrieval_events" / "retrieval_impact.json").read_text()
+    )
+    assert impact["params"]["strict_harness_version"] is True
+    assert "istio-config-option-001" not in {r["task_name"] for r in impact["per_task"]}
+    assert {r["reason"] for r in impact["unmatched"]} == {
+        "harness version unverified (strict mode): baseline version unknown (no trace)"
+    }

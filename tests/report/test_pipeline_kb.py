@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("papermill")
-pytest.importorskip("rank_bm25")
 
 from retrieval_lib.cli import main  # noqa: E402
 

@@ -8,7 +8,6 @@ with ``output_dir`` empty it wrote CSV tables into the input run folder.
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 papermill = pytest.importorskip("papermill")
@@ -16,6 +15,7 @@ papermill = pytest.importorskip("papermill")
 from retrieval_lib.report import tables  # noqa: E402
 from retrieval_lib.report.params import resolve_notebook  # noqa: E402
 from retrieval_lib.report.pipeline import example_run  # noqa: E402
+from retrieval_lib.report.table_view import view  # noqa: E402
 from retrieval_lib.stats.correlation import POOLED_GROUP  # noqa: E402
 from retrieval_lib.stats.impact import load_impact, run_impact  # noqa: E402
 
@@ -59,5 +59,5 @@ def test_notebook_shows_the_written_impact_document_and_writes_nothing(tmp_path)
     impact = load_impact(run_dir)
     strongest = tables.strongest_pairs(impact.correlations, POOLED_GROUP, top=4)
     columns = ["x", "y", "method", "n", "n_flagged", "r", "ci_low", "ci_high", "p_value", "p_holm"]
-    with pd.option_context("display.max_columns", 40, "display.width", 200):
-        assert strongest[columns].round(3).to_string() in text
+    # as the notebook shows it (report.table_view: 3 decimals, no index column)
+    assert repr(view(strongest[columns])) in text

@@ -37,6 +37,34 @@ def test_parameters_cell_is_parsed_with_types_and_help(tmp_path):
     assert spec["alpha"].type_name is None and spec["alpha"].default == "0.05"
 
 
+def test_parameters_are_what_papermill_reads():
+    from papermill import inspect_notebook
+
+    from retrieval_lib.report import resolve_notebook
+
+    for name in ("run_analysis", "kb_compare"):
+        notebook = resolve_notebook(name)
+        spec = notebook_parameters(notebook)
+        expected = inspect_notebook(str(notebook))
+        assert list(spec) == list(expected)
+        for key, p in expected.items():
+            assert (spec[key].type_name, spec[key].default, spec[key].help) == (
+                p["inferred_type_name"],
+                p["default"],
+                p["help"],
+            )
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["x: str | None = None  # help", 'x: str = "a"  # the b = c rule'],
+)
+def test_a_line_papermill_cannot_read_is_refused(tmp_path, line):
+    # papermill would drop it (a log line at most) and then refuse x as unknown
+    with pytest.raises(ReportError, match=r"papermill cannot read line 2 .*: x: str"):
+        notebook_parameters(_notebook(tmp_path, f"seed: int = 0  # s\n{line}\n"))
+
+
 def test_unknown_names_fail_instead_of_warning(tmp_path):
     spec = notebook_parameters(_notebook(tmp_path, "seed: int = 0  # s\n"))
     with pytest.raises(ReportError, match="unknown parameter.*sede"):
@@ -51,7 +79,8 @@ def test_unknown_names_fail_instead_of_warning(tmp_path):
         ("int", "3", False),
         ("float", 2, True),
         ("str", 42, False),
-        ("str | None", None, True),
+        ("Optional[str]", None, True),
+        ("Optional[str]", 3, False),
         ("list[str]", ["a"], True),
         ("list[str]", ["a", 1], False),
         ("bool", "no", False),

@@ -320,6 +320,25 @@ def test_per_task_deltas_by_hand():
     assert out["result"].tolist() == ["missing", "treatment", "tie", "baseline"]
     assert out["delta"].tolist()[1:] == pytest.approx([0.5, 0.0, -0.25])
     assert tables.per_task_deltas(per_task, "file.AP").empty
+    assert "harness_version_unverified" not in out.columns  # only when the input has it
+
+
+def test_per_task_deltas_carry_the_harness_version_flag_and_note():
+    per_task = pd.DataFrame(
+        {
+            "baseline": ["b"] * 2,
+            "treatment": ["t"] * 2,
+            "task_name": ["y", "x"],
+            "harness_version_unverified": [True, False],
+            "harness_version_note": ["baseline version unknown (no usable trace)", None],
+            "baseline:reward": [0.0, 1.0],
+            "treatment:reward": [1.0, 1.0],
+        }
+    )
+    out = tables.per_task_deltas(per_task, "reward").set_index("task_name")
+    assert out["harness_version_unverified"].to_dict() == {"x": False, "y": True}
+    assert out.loc["y", "harness_version_note"] == "baseline version unknown (no usable trace)"
+    assert pd.isna(out.loc["x", "harness_version_note"])
 
 
 def test_write_tables_writes_plain_csv_atomically_and_refuses_paths(tmp_path):
@@ -342,7 +361,7 @@ def test_write_tables_writes_plain_csv_atomically_and_refuses_paths(tmp_path):
 
 
 def test_mean_ci_is_the_stats_bootstrap():
-    from retrieval_lib.stats.paired import bootstrap_mean_ci
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
 
     values = [0.3, None, 0.9, 0.1, 0.6, float("nan"), 0.2]
     r = tables.mean_ci(values, alpha=0.2, n_boot=1500, seed=8)

@@ -23,7 +23,8 @@ from retrieval_lib.stats.impact import (
     read_metrics_table,
     run_impact,
 )
-from retrieval_lib.stats.paired import compare_matched, match_tasks
+from retrieval_lib.stats.paired import match_tasks
+from retrieval_lib.stats.paired_tests import compare_matched
 
 
 def _trial(
@@ -90,6 +91,8 @@ def test_analyze_impact_tables(table):
             "n_matched": 6,
             "n_unmatched": 1,
             "n_flagged": 1,
+            "n_harness_unverified": 0,
+            "n_matched_strict": 6,
         }
     ]
     # the comparisons are exactly those of the building blocks

@@ -9,14 +9,13 @@ import pandas as pd
 import pytest
 
 from retrieval_lib.errors import StatisticsError
-from retrieval_lib.stats.paired import (
+from retrieval_lib.stats.paired import match_tasks, pair_configs
+from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
     bootstrap_mean_ci,
     compare_matched,
-    match_tasks,
     mcnemar_exact,
-    pair_configs,
     paired_comparison,
     wilcoxon_signed_rank,
 )
@@ -585,3 +584,158 @@ def test_latest_across_pooled_runs_picks_by_started_at():
 def test_latest_across_pooled_runs_without_started_at_is_refused():
     with pytest.raises(StatisticsError, match="started_at"):
         match_tasks(_two_runs(False), "baseline", "mcp", combine="latest")
+
+
+# ----------------------------------------------------------------- harness versions
+
+NO_TRACE = "no usable trace"
+
+
+def _trial(config, task, reward, harness, *, why=None, trial=None):
+    row = _row(config, task, reward, harness=harness, trial=trial)
+    row["harness_version_unknown_reason"] = why
+    return row
+
+
+@pytest.fixture
+def versions():
+    """Hand-made pairs: one side without a trace, both without, known versions that differ."""
+    return pd.DataFrame(
+        [
+            # one side without a trace: baseline version unknown, treatment 2.1.62
+            _trial("baseline", "one", 0.0, None, why=NO_TRACE),
+            _trial("mcp", "one", 1.0, "2.1.62"),
+            # both without a trace
+            _trial("baseline", "both", 1.0, None, why=NO_TRACE),
+            _trial("mcp", "both", 0.5, None, why="trace records no version"),
+            # two known versions that differ
+            _trial("baseline", "differ", 1.0, "2.1.50"),
+            _trial("mcp", "differ", 1.0, "2.1.62"),
+            # known and equal
+            _trial("baseline", "same", 0.0, "2.1.62"),
+            _trial("mcp", "same", 1.0, "2.1.62"),
+        ]
+    )
+
+
+def test_unknown_harness_version_pairs_and_is_flagged(versions):
+    m = match_tasks(versions, "baseline", "mcp")
+    keys = m.keys.set_index("task_name")
+    assert sorted(keys.index) == ["both", "one", "same"]
+    assert keys["harness_version_unverified"].to_dict() == {
+        "both": True,
+        "one": True,
+        "same": False,
+    }
+    # the pair of "one" takes the only known version; the note names the side and why
+    assert keys.loc["one", "harness_version"] == "2.1.62"
+    assert keys.loc["one", "harness_version_note"] == "baseline version unknown (no usable trace)"
+    assert pd.isna(keys.loc["both", "harness_version"])
+    assert keys.loc["both", "harness_version_note"] == (
+        "baseline version unknown (no usable trace); "
+        "treatment version unknown (trace records no version)"
+    )
+    assert pd.isna(keys.loc["same", "harness_version_note"])
+    # the values are those of the trials (delta of "one" = 1 - 0)
+    per_task = m.per_task().set_index("task_name")
+    assert per_task.loc["one", "delta:reward"] == 1.0
+    assert per_task.loc["both", "delta:reward"] == -0.5
+    assert per_task["harness_version_unverified"].dtype == bool
+    assert m.n_unverified == 2 and m.n_matched_strict == 1
+    assert m.summary_line() == "3 matched (2 with unverified harness version); strict: 1"
+
+
+def test_known_versions_that_differ_never_pair(versions):
+    m = match_tasks(versions, "baseline", "mcp")
+    reasons = {(r.task_name, r.side): r.reason for r in m.unmatched.itertuples()}
+    assert reasons == {
+        ("differ", "baseline"): "harness version differs: 2.1.50 here, 2.1.62 in treatment "
+        "config mcp",
+        ("differ", "treatment"): "harness version differs: 2.1.62 here, 2.1.50 in baseline "
+        "config baseline",
+    }
+
+
+def test_strict_harness_version_keeps_only_known_equal_versions(versions):
+    m = match_tasks(versions, "baseline", "mcp", strict_harness_version=True)
+    assert m.keys["task_name"].tolist() == ["same"]
+    assert not m.keys["harness_version_unverified"].any()
+    lost = m.unmatched.set_index(["task_name", "side"])["reason"]
+    assert (
+        lost[("one", "baseline")]
+        == lost[("one", "treatment")]
+        == ("harness version unverified (strict mode): baseline version unknown (no usable trace)")
+    )
+    assert lost[("both", "treatment")].startswith("harness version unverified (strict mode): ")
+    assert lost[("differ", "baseline")].startswith("harness version differs: 2.1.50 here")
+    assert m.n_unverified == 2 and m.n_matched == m.n_matched_strict == 1
+    assert m.summary_line() == (
+        "1 matched (strict harness version; 2 with unverified harness version left out)"
+    )
+
+
+def test_unknown_trials_join_the_one_known_version_of_their_side():
+    df = pd.DataFrame(
+        [
+            _trial("baseline", "x", 1.0, "2.1.62", trial="x__1"),
+            _trial("baseline", "x", 0.0, "unknown", why=NO_TRACE, trial="x__2"),
+            _trial("mcp", "x", 1.0, "2.1.62"),
+        ]
+    )
+    m = match_tasks(df, "baseline", "mcp")
+    row = m.keys.iloc[0]
+    assert (row["harness_version"], int(row["n_trials_baseline"])) == ("2.1.62", 2)
+    assert m.baseline_values["reward"].tolist() == [0.5]  # mean of both baseline trials
+    assert (
+        row["harness_version_note"]
+        == "baseline: 1 of 2 trials of unknown version (no usable trace)"
+    )
+    assert m.unmatched.empty
+
+
+def test_unknown_version_with_several_known_on_the_other_side_is_left_out_with_the_reason():
+    df = pd.DataFrame(
+        [
+            _trial("baseline", "x", 1.0, None, why=NO_TRACE),
+            _trial("mcp", "x", 1.0, "2.1.50", trial="x__1"),
+            _trial("mcp", "x", 0.0, "2.1.62", trial="x__2"),
+        ]
+    )
+    m = match_tasks(df, "baseline", "mcp")
+    assert m.keys.empty and m.n_unverified == 0
+    reasons = m.unmatched.set_index(["side", "harness_version"], drop=False)["reason"].tolist()
+    assert len(reasons) == 3
+    assert all("baseline ran none, treatment ran 2.1.50, 2.1.62" in r for r in reasons)
+    assert m.summary_line() == "0 matched (harness version verified for all); strict: 0"
+
+
+def test_without_a_reason_column_the_note_says_no_version_was_recorded():
+    df = pd.DataFrame(
+        [_row("baseline", "x", 1.0, harness=None), _row("mcp", "x", 1.0, harness="2.0")]
+    )
+    note = match_tasks(df, "baseline", "mcp").keys.loc[0, "harness_version_note"]
+    assert note == "baseline version unknown (no version recorded)"
+
+
+def test_unknown_trials_of_a_side_that_ran_several_versions_are_left_out():
+    df = pd.DataFrame(
+        [
+            _trial("baseline", "x", 1.0, "2.1.50", trial="x__1"),
+            _trial("baseline", "x", 0.0, "2.1.62", trial="x__2"),
+            _trial("baseline", "x", 0.0, None, why=NO_TRACE, trial="x__3"),
+            _trial("mcp", "x", 1.0, "2.1.62"),
+        ]
+    )
+    m = match_tasks(df, "baseline", "mcp")
+    # 2.1.62 pairs with itself, verified: the unknown trial may be 2.1.50 or 2.1.62
+    row = m.keys.iloc[0]
+    assert (row["harness_version"], bool(row["harness_version_unverified"])) == ("2.1.62", False)
+    assert int(row["n_trials_baseline"]) == 1
+    reasons = dict(
+        zip(m.unmatched["harness_version"].fillna("?"), m.unmatched["reason"], strict=True)
+    )
+    assert reasons == {
+        "2.1.50": "harness version differs: 2.1.50 here, 2.1.62 in treatment config mcp",
+        "?": "harness version unknown here and this config ran several (2.1.50, 2.1.62): "
+        "cannot tell which it is",
+    }

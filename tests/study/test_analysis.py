@@ -75,8 +75,8 @@ def test_leaderboard_leaves_missing_rewards_out_and_says_n():
     assert row["pass_mean"] == pytest.approx(1 / 3)
     expected = mean_ci([1.0, 0.0, 0.5], n_boot=400, seed=3)
     assert (row["reward_ci_low"], row["reward_ci_high"]) == (expected.ci_low, expected.ci_high)
-    assert (row["tokens_n"], row["mean_total_tokens"]) == (3, 200.0)
-    assert row["cost_n"] == 0 and math.isnan(row["mean_cost_usd"])
+    assert (row["tokens_n"], row["tokens_mean"]) == (3, 200.0)
+    assert row["cost_usd_n"] == 0 and math.isnan(row["cost_usd_mean"])
 
 
 def test_fit_lines_agree_with_numpy_polyfit():
@@ -124,9 +124,7 @@ def test_matched_overview_describes_what_cannot_be_tested():
     assert reward["mean_delta"] == pytest.approx(0.125)
     assert (reward["min_delta"], reward["max_delta"]) == (-0.25, 0.5)
     assert (reward["wins"], reward["losses"], reward["ties"]) == (1, 1, 0)
-    assert (
-        reward["reason"] == "descriptive only, no test: n=2 matched pairs is below the minimum of 3"
-    )
+    assert reward["reason"] == "no test: n=2 matched pairs is below the minimum of 3"
     cost = table.loc["cost_usd"]
     assert cost["n"] == 0 and math.isnan(cost["mean_delta"])
     assert cost["reason"] == "n=2 matched pairs is below the minimum of 3"
@@ -172,6 +170,9 @@ def test_readable_merges_intervals_and_captions_constant_columns():
     )
     shown, caption = readable(frame, constant=["baseline", "absent"], level="90% CI", digits=2)
     assert caption == "baseline: b"
-    assert list(shown.columns) == ["metric", "reward_n", "reward [90% CI]"]
-    assert shown["reward [90% CI]"].tolist() == ["0.50 [0.00, 1.00]", ""]
+    assert list(shown.columns) == ["metric", "reward [90% CI]"]
+    assert shown["reward [90% CI]"].tolist() == ["0.50 [0.00, 1.00] (n=2)", "n=0"]
     assert ci_text(0.25, math.nan, 0.5) == "0.250"
+    # a mean with an n but no interval: "mean (n=...)" under the plain name
+    tokens = pd.DataFrame({"tokens_n": [3], "tokens_mean": [378816.3]})
+    assert readable(tokens)[0].to_dict("list") == {"tokens": ["378,816 (n=3)"]}

@@ -60,7 +60,7 @@ def test_each_run_alone_is_below_the_minimum_and_shows_its_deltas_untested(tmp_p
     reward = study.matched().set_index("metric").loc["reward"]
     assert int(reward["n"]) == 2 and not bool(reward["tested"])
     assert reward["mean_delta"] == pytest.approx((0.0 + (0.67 - 1.0)) / 2, abs=0.01)
-    assert reward["reason"].startswith("descriptive only, no test: n=2")
+    assert reward["reason"].startswith("no test: n=2")
 
 
 def test_tool_value_counts_the_mcp_keyword_search_of_the_django_trial(study):

@@ -1,0 +1,64 @@
+"""Definitions the knowledge-base evaluation shares: cut-offs, match modes, null reasons.
+
+Imported by :mod:`~retrieval_lib.kb.columns` (per-query evaluation),
+:mod:`~retrieval_lib.kb.metrics` (aggregates) and :mod:`~retrieval_lib.kb.compare`; it
+imports nothing of the package, so those modules depend on it and never on each other in
+a circle.
+
+Examples
+--------
+>>> K_VALUES, MRR_CUTOFF
+((1, 3, 5, 10), 10)
+>>> bool(CITATION_MARKER.fullmatch("[#2]")), bool(CITATION_MARKER.fullmatch("[2]"))
+(True, False)
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "K_VALUES",
+    "MRR_CUTOFF",
+    "CITATION_MARKER",
+    "MATCH_EXACT",
+    "MATCH_FALLBACK",
+    "MATCH_MODES",
+    "STORAGE_DIGITS",
+    "REASON_NO_SPANS",
+    "REASON_NOT_IN_INVENTORY",
+    "check_mode",
+]
+
+#: The k of ``hit_at_k`` and ``recall_at_k_doc``.
+K_VALUES: tuple[int, ...] = (1, 3, 5, 10)
+#: ``mrr`` looks at the top 10 hits; so do the compare's per-query ranks.
+MRR_CUTOFF = 10
+#: A citation marker is strictly ``[#<n>]`` (n >= 1), as the seed's tightened regex:
+#: ``[1]``, prose or code-like brackets are not citations.
+CITATION_MARKER = re.compile(r"\[#[1-9][0-9]*\]")
+#: Chunk matching by ``chunk_id`` (both runs chunked alike).
+MATCH_EXACT = "exact"
+#: Chunk matching by document and span overlap (runs chunked differently).
+MATCH_FALLBACK = "fallback_doc_span"
+MATCH_MODES = (MATCH_EXACT, MATCH_FALLBACK)
+#: Decimals kept in storage and printing (computation keeps full precision).
+STORAGE_DIGITS = 4
+#: Why a query's chunk-level values are not computable (``null_reasons``, compare notes).
+REASON_NO_SPANS = "no spans known for its expected chunks"
+REASON_NOT_IN_INVENTORY = (
+    "none of its expected chunks is in the run's chunk inventory (another chunker version?)"
+)
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` when it is a chunk-match mode, else ValueError.
+
+    Examples
+    --------
+    >>> check_mode("exact")
+    'exact'
+    """
+    if mode not in MATCH_MODES:
+        raise ValueError(f"unknown chunk-match mode {mode!r}")
+    return mode

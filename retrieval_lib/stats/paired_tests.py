@@ -1,0 +1,519 @@
+"""Paired statistics: tests of matched baseline-versus-treatment values.
+
+The statistical half of a matched comparison (the matching is
+:mod:`retrieval_lib.stats.paired`): :func:`paired_comparison` tests one metric's paired
+deltas (treatment − baseline); :func:`compare_matched` does it for every metric of a
+:class:`~retrieval_lib.stats.paired.MatchResult` and adds Holm-adjusted p-values;
+:func:`mcnemar_exact` compares pass/fail. The building blocks :func:`bootstrap_mean_ci`
+(the library's one bootstrap of a mean) and :func:`wilcoxon_signed_rank` are used on
+their own by the reports and the kb compare.
+
+Statistics of :func:`paired_comparison`
+---------------------------------------
+* **Missing is missing.** A metric missing on either side drops that task for that
+  metric only; ``n`` says how many tasks remained and ``n_dropped`` how many were lost.
+* Fewer than ``min_n`` (default 3) complete pairs: ``computable=False`` with the reason.
+* mean and median of the deltas; 95% CI of the mean delta by percentile bootstrap
+  (``n_boot`` resamples of tasks with ``numpy.random.Generator(PCG64(seed))``, quantiles
+  by linear interpolation);
+* Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`) on the non-zero deltas
+  (zeros dropped, Wilcoxon's original rule), ranks of ``|delta|`` averaged over ties.
+  The p-value is exact without tied ``|delta|`` up to 50 non-zero deltas (scipy's exact
+  distribution) and with ties up to :data:`EXACT_MAX_N` (20), from the full enumeration
+  of the ``2**n`` sign flips (so binary rewards get an exact test too); otherwise the
+  normal approximation with tie-corrected variance and continuity correction.
+  ``wilcoxon_statistic`` is ``min(R+, R-)``. All deltas zero: not computable, with the
+  reason;
+* sign test: exact two-sided binomial test of #wins among non-zero deltas;
+* matched-pairs rank-biserial correlation ``(R+ - R-) / (R+ + R-)`` (Kerby 2014) and
+  Cohen's ``d_z = mean(delta) / sd(delta)`` (``ddof=1``);
+* wins / losses / ties: deltas > 0, < 0, == 0 (a "win" is a larger treatment value,
+  whatever the metric's direction: for cost or time larger is worse).
+* Signs, zeros and ties (win/loss/tie counts, Wilcoxon, sign test, rank-biserial, the
+  zero-variance check of d_z) use the deltas rounded to 12 decimals, so floating-point
+  noise does not turn equal deltas into distinct ranks; means, medians, the bootstrap
+  and d_z itself use the deltas unrounded.
+
+Examples
+--------
+>>> row = paired_comparison([0.1, 0.5, 0.2, 0.4], [0.3, 0.9, 0.2, 0.7], n_boot=200).iloc[0]
+>>> int(row["n"]), round(float(row["mean_delta"]), 3), int(row["wins"]), int(row["ties"])
+(4, 0.225, 3, 1)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from retrieval_lib import lazylibs
+from retrieval_lib.errors import StatisticsError
+from retrieval_lib.stats.columns import as_float
+from retrieval_lib.stats.multiple import holm
+from retrieval_lib.stats.paired import MatchResult
+
+__all__ = [
+    "EXACT_MAX_N",
+    "MCNEMAR_COLUMNS",
+    "PAIRED_COLUMNS",
+    "WilcoxonResult",
+    "bootstrap_mean_ci",
+    "compare_matched",
+    "mcnemar_exact",
+    "paired_comparison",
+    "wilcoxon_signed_rank",
+]
+
+#: Stable columns of :func:`paired_comparison`, in order.
+PAIRED_COLUMNS: tuple[str, ...] = (
+    "metric",
+    "n",
+    "n_dropped",
+    "mean_baseline",
+    "mean_treatment",
+    "mean_delta",
+    "median_delta",
+    "ci_low",
+    "ci_high",
+    "wins",
+    "losses",
+    "ties",
+    "wilcoxon_statistic",
+    "wilcoxon_p",
+    "wilcoxon_method",
+    "sign_test_p",
+    "rank_biserial",
+    "cohen_dz",
+    "computable",
+    "reason",
+)
+
+#: Stable columns of :func:`mcnemar_exact`, in order.
+MCNEMAR_COLUMNS: tuple[str, ...] = (
+    "n",
+    "both_pass",
+    "baseline_only",
+    "treatment_only",
+    "neither",
+    "p_value",
+    "computable",
+    "reason",
+)
+
+_BOOT_CELLS = 4_000_000  # bootstrap index cells drawn per chunk (bounds memory)
+_SNAP_DECIMALS = 12  # deltas closer than this are equal for signs, zeros and ties
+
+#: Largest number of non-zero tied deltas whose Wilcoxon p-value is computed exactly (by
+#: enumerating all ``2**n`` sign flips: 2**20 sums of 8 bytes = 8 MiB, a few ms).
+EXACT_MAX_N = 20
+_SCIPY_EXACT_MAX_N = 50  # untied samples up to this size use scipy's exact distribution
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float] | np.ndarray,
+    *,
+    n_boot: int = 10000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> tuple[float, float]:
+    """Percentile bootstrap ``1 - alpha`` CI of the mean, resampling values with replacement.
+
+    The one bootstrap of a mean in retrieval_lib: paired deltas here and the per-config
+    means of the reports (:func:`retrieval_lib.report.tables.mean_ci`) both use it.
+
+    Parameters
+    ----------
+    values : array-like of float
+        Finite observations (the caller drops missing values; NaN is refused).
+    n_boot : int
+        Resamples; each draws ``len(values)`` indices from
+        ``numpy.random.Generator(PCG64(seed))`` (the stream of
+        ``numpy.random.default_rng(seed)``), in chunks that bound memory.
+    seed : int
+        Generator seed.
+    alpha : float
+        The interval holds the ``alpha/2`` and ``1 - alpha/2`` quantiles (linear
+        interpolation) of the bootstrap means.
+
+    Returns
+    -------
+    (float, float)
+        Lower and upper bound.
+
+    Raises
+    ------
+    StatisticsError
+        No values, a non-finite value, ``n_boot < 1`` or ``alpha`` outside (0, 1).
+
+    Examples
+    --------
+    >>> bootstrap_mean_ci([2.0, 2.0, 2.0], n_boot=50)
+    (2.0, 2.0)
+    >>> low, high = bootstrap_mean_ci([0.0, 1.0, 0.0, 1.0], n_boot=2000, seed=1)
+    >>> 0.0 <= low < 0.5 < high <= 1.0
+    True
+    """
+    data = np.asarray(values, dtype=float).reshape(-1)
+    if n_boot < 1:
+        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
+    if not 0.0 < alpha < 1.0:
+        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
+    if data.size == 0:
+        raise StatisticsError("no values to bootstrap")
+    if not np.isfinite(data).all():
+        raise StatisticsError("bootstrap values must be finite (drop missing values first)")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    n = data.size
+    means = np.empty(n_boot)
+    chunk = max(1, _BOOT_CELLS // n)
+    for start in range(0, n_boot, chunk):
+        stop = min(start + chunk, n_boot)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = data[idx].mean(axis=1)
+    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(low), float(high)
+
+
+class WilcoxonResult(NamedTuple):
+    """Two-sided Wilcoxon signed-rank test of paired deltas.
+
+    Attributes
+    ----------
+    statistic : float
+        ``min(R+, R-)`` over the non-zero deltas (average ranks for tied ``|delta|``);
+        NaN when every delta is zero.
+    p_value : float
+        Two-sided p-value; NaN when every delta is zero.
+    method : str or None
+        ``"exact"`` (exact null distribution), ``"normal_approx"``, or None when not
+        computable (every delta zero).
+    """
+
+    statistic: float
+    p_value: float
+    method: str | None
+
+
+def _signed_rank_null(doubled_ranks: np.ndarray) -> np.ndarray:
+    """``2 * R+`` for every one of the ``2**n`` sign assignments (integers, exact)."""
+    sums = np.zeros(1, dtype=np.int64)
+    for rank in doubled_ranks:
+        sums = np.concatenate([sums, sums + rank])
+    return sums
+
+
+def wilcoxon_signed_rank(
+    deltas: Sequence[float] | np.ndarray, *, exact_max_n: int = EXACT_MAX_N
+) -> WilcoxonResult:
+    """Two-sided Wilcoxon signed-rank test, exact for small samples, ties included.
+
+    Parameters
+    ----------
+    deltas : array-like of float
+        Paired differences (treatment − baseline), all finite (drop missing pairs
+        first). They are rounded to 12 decimals before zeros and ties are judged, so
+        floating-point noise neither invents nor breaks a tie.
+    exact_max_n : int
+        Largest number of non-zero tied deltas tested exactly (default :data:`EXACT_MAX_N`).
+
+    Returns
+    -------
+    WilcoxonResult
+        ``(statistic, p_value, method)``; also a plain tuple.
+
+    Notes
+    -----
+    Zeros are dropped (Wilcoxon's rule) and the ``n`` remaining ``|delta|`` ranked, tied
+    values getting their average rank. Let ``w`` be the observed ``R+`` (sum of the
+    ranks of positive deltas) and ``E = n(n+1)/4`` its null mean. The two-sided p-value
+    is ``P(|W - E| >= |w - E|)``, which for this symmetric null is scipy's
+    ``2 * min(P(W <= w), P(W >= w))`` capped at 1.
+
+    * no tied ``|delta|`` and ``n <= 50``: scipy's exact null distribution,
+      ``scipy.stats.wilcoxon(method="exact")``;
+    * tied ``|delta|`` and ``n <= exact_max_n``: the exact null of these average ranks,
+      all ``2**n`` sign assignments enumerated (ranks doubled to exact integers). This is
+      the p-value of ``scipy.stats.wilcoxon(method=PermutationMethod(n_resamples=2**n))``
+      (equal to 1e-12, a test checks it), which scipy computes by ranking every one of
+      the ``2**n`` resamples: 149 s at n = 20 against 0.02 s here;
+    * otherwise: ``z = (w - E -/+ 0.5) / sd`` with the tie-corrected
+      ``sd**2 = n(n+1)(2n+1)/24 - sum(t**3 - t)/48`` (``t`` the sizes of tie groups) and
+      a continuity correction of 0.5 towards ``E``; ``p = 2 * (1 - Phi(|z|))``
+      (``scipy.stats.wilcoxon(method="asymptotic", correction=True)``).
+
+    Examples
+    --------
+    >>> res = wilcoxon_signed_rank([1, 1, 1, 1, 1, -1])  # ranks all 3.5: P(<= 1 loss) = 7/64
+    >>> float(res.statistic), round(res.p_value, 6), res.method
+    (3.5, 0.21875, 'exact')
+    >>> wilcoxon_signed_rank([0, 1, 2, 3, 4]).p_value  # zero dropped: 2 * 1/16
+    0.125
+    >>> wilcoxon_signed_rank([0.0, 0.0]).method is None
+    True
+    """
+    stats = lazylibs.scipy_stats()
+    values = np.asarray(deltas, dtype=float).reshape(-1)
+    if not np.isfinite(values).all():
+        raise StatisticsError("Wilcoxon deltas must be finite (drop missing pairs first)")
+    if exact_max_n > 24:
+        raise StatisticsError(f"exact_max_n={exact_max_n} would enumerate more than 2**24 signs")
+    snapped = np.round(values, _SNAP_DECIMALS)
+    nonzero = snapped[snapped != 0]
+    n = nonzero.size
+    if n == 0:
+        return WilcoxonResult(math.nan, math.nan, None)
+    ranks = stats.rankdata(np.abs(nonzero))  # average ranks: multiples of 1/2
+    r_plus = float(ranks[nonzero > 0].sum())
+    statistic = min(r_plus, n * (n + 1) / 2.0 - r_plus)
+    tied = np.unique(ranks).size < n
+    if not tied and n <= _SCIPY_EXACT_MAX_N:
+        res = stats.wilcoxon(nonzero, method="exact")
+        return WilcoxonResult(statistic, float(res.pvalue), "exact")
+    if not tied or n > exact_max_n:
+        res = stats.wilcoxon(nonzero, method="asymptotic", correction=True)
+        return WilcoxonResult(statistic, float(res.pvalue), "normal_approx")
+    doubled = np.rint(2.0 * ranks).astype(np.int64)
+    null = _signed_rank_null(doubled)  # 2 * R+ of every sign assignment
+    twice_mean = n * (n + 1) // 2  # 2 * E, an integer
+    observed = abs(int(np.rint(2.0 * r_plus)) - twice_mean)
+    p_value = float(np.count_nonzero(np.abs(null - twice_mean) >= observed)) / null.size
+    return WilcoxonResult(statistic, p_value, "exact")
+
+
+def _rank_biserial(deltas: np.ndarray) -> float:
+    stats = lazylibs.scipy_stats()
+    nonzero = deltas[deltas != 0]
+    if nonzero.size == 0:
+        return math.nan
+    ranks = stats.rankdata(np.abs(nonzero))
+    total = ranks.sum()
+    return float((ranks[nonzero > 0].sum() - ranks[nonzero < 0].sum()) / total)
+
+
+def _paired_row(
+    a: Sequence[float] | np.ndarray | pd.Series,
+    b: Sequence[float] | np.ndarray | pd.Series,
+    n_boot: int,
+    seed: int,
+    min_n: int,
+    metric: str,
+) -> dict[str, object]:
+    if n_boot < 1:
+        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
+    base = np.asarray(a, dtype=float).reshape(-1)
+    treat = np.asarray(b, dtype=float).reshape(-1)
+    if base.shape != treat.shape:
+        raise StatisticsError(
+            f"paired samples differ in length: {base.size} baseline vs {treat.size} treatment"
+        )
+    keep = np.isfinite(base) & np.isfinite(treat)
+    base, treat = base[keep], treat[keep]
+    deltas = treat - base
+    # signs, zeros and ties are judged on deltas snapped to a 1e-12 grid, so that
+    # floating-point noise (0.3 - 0.2 vs 0.2 - 0.1) neither breaks ties nor invents wins
+    snapped = np.round(deltas, _SNAP_DECIMALS)
+    n = int(deltas.size)
+    wins, losses = int((snapped > 0).sum()), int((snapped < 0).sum())
+    row: dict[str, object] = dict.fromkeys(PAIRED_COLUMNS, math.nan)
+    row.update(
+        metric=metric,
+        n=n,
+        n_dropped=int((~keep).sum()),
+        wins=wins,
+        losses=losses,
+        ties=n - wins - losses,
+        wilcoxon_method=None,
+        computable=False,
+        reason=None,
+    )
+    if n < min_n:
+        row["reason"] = f"n={n} matched pairs is below the minimum of {min_n}"
+        return row
+
+    stats = lazylibs.scipy_stats()
+    notes: list[str] = []
+    row["mean_baseline"] = float(base.mean())
+    row["mean_treatment"] = float(treat.mean())
+    row["mean_delta"] = float(deltas.mean())
+    row["median_delta"] = float(np.median(deltas))
+    row["ci_low"], row["ci_high"] = bootstrap_mean_ci(deltas, n_boot=n_boot, seed=seed)
+    statistic, p_value, method = wilcoxon_signed_rank(snapped)
+    row["wilcoxon_statistic"] = statistic
+    row["wilcoxon_p"] = p_value
+    row["wilcoxon_method"] = method
+    if method is None:
+        notes.append("wilcoxon: all paired deltas are zero")
+    if wins + losses:
+        row["sign_test_p"] = float(stats.binomtest(wins, wins + losses, 0.5).pvalue)
+    else:
+        notes.append("sign test: no non-zero deltas")
+    row["rank_biserial"] = _rank_biserial(snapped)
+    if np.unique(snapped).size > 1:
+        row["cohen_dz"] = float(deltas.mean()) / float(deltas.std(ddof=1))
+    else:
+        notes.append("cohen_dz: the deltas have zero variance")
+    row["computable"] = True
+    row["reason"] = "; ".join(notes) or None
+    return row
+
+
+def paired_comparison(
+    a: Sequence[float] | np.ndarray | pd.Series,
+    b: Sequence[float] | np.ndarray | pd.Series,
+    *,
+    n_boot: int = 10000,
+    seed: int = 0,
+    min_n: int = 3,
+    metric: str = "",
+) -> pd.DataFrame:
+    """Paired comparison of baseline values ``a`` and treatment values ``b`` (delta = b − a).
+
+    Parameters
+    ----------
+    a, b : array-like of float
+        Per-task values of the same tasks in the same order; NaN marks a missing value
+        and drops that task (reported in ``n_dropped``).
+    n_boot : int
+        Bootstrap resamples for the CI of the mean delta.
+    seed : int
+        Seed of the bootstrap generator (``PCG64``).
+    min_n : int
+        Fewest complete pairs for a computable comparison.
+    metric : str
+        Value of the ``metric`` column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row with :data:`PAIRED_COLUMNS`. Parts that cannot be computed (all deltas
+        zero, zero variance) are NaN and explained in ``reason``; with fewer than
+        ``min_n`` pairs every statistic is NaN and ``computable`` is False.
+
+    Examples
+    --------
+    >>> row = paired_comparison([1, 2, 3], [2, 4, 6], n_boot=100).iloc[0]
+    >>> float(row["mean_delta"]), float(row["median_delta"]), int(row["wins"])
+    (2.0, 2.0, 3)
+    """
+    row = _paired_row(a, b, n_boot=n_boot, seed=seed, min_n=min_n, metric=metric)
+    return pd.DataFrame([row], columns=list(PAIRED_COLUMNS))
+
+
+def compare_matched(
+    match: MatchResult,
+    metrics: Sequence[str] | None = None,
+    *,
+    n_boot: int = 10000,
+    seed: int = 0,
+    min_n: int = 3,
+) -> pd.DataFrame:
+    """:func:`paired_comparison` for every value column of ``match``, Holm-adjusted.
+
+    Parameters
+    ----------
+    match : MatchResult
+        Output of :func:`match_tasks`.
+    metrics : sequence of str, optional
+        Columns to compare; default every value column of the match.
+    n_boot, seed, min_n
+        As in :func:`paired_comparison` (the same seed for every metric).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``baseline, treatment`` + :data:`PAIRED_COLUMNS` + ``wilcoxon_p_holm``:
+        the Wilcoxon p-values adjusted by Holm over the **family of all metrics of this
+        pair** (non-computable ones excluded). Rows in the order of ``metrics``.
+    """
+    names = list(metrics) if metrics is not None else list(match.value_columns)
+    rows = [
+        _paired_row(
+            match.baseline_values[name],
+            match.treatment_values[name],
+            n_boot=n_boot,
+            seed=seed,
+            min_n=min_n,
+            metric=name,
+        )
+        for name in names
+    ]
+    columns = ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    out = pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
+    out.insert(0, "treatment", match.treatment)
+    out.insert(0, "baseline", match.baseline)
+    out["wilcoxon_p_holm"] = holm(out["wilcoxon_p"].to_numpy(dtype=float))
+    return out[columns]
+
+
+def mcnemar_exact(
+    b_pass: Sequence[float] | np.ndarray | pd.Series,
+    t_pass: Sequence[float] | np.ndarray | pd.Series,
+    *,
+    min_n: int = 3,
+) -> pd.DataFrame:
+    """Exact McNemar test of paired pass/fail outcomes (baseline vs treatment).
+
+    Parameters
+    ----------
+    b_pass, t_pass : array-like
+        Per-task pass (1/True) or fail (0/False) of each side, same tasks in the same
+        order; NaN/None drops the task.
+    min_n : int
+        Fewest complete pairs for a computable test.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row with :data:`MCNEMAR_COLUMNS`: the 2×2 counts and the two-sided exact
+        p-value ``min(1, 2 * P(X <= min(b, c)))``, X ~ Binomial(b + c, 1/2) over the
+        discordant pairs. No discordant pair gives p = 1 (noted in ``reason``).
+
+    Examples
+    --------
+    >>> row = mcnemar_exact([1, 1, 1, 1, 0], [0, 0, 0, 0, 0]).iloc[0]
+    >>> int(row["baseline_only"]), float(row["p_value"])
+    (4, 0.125)
+    """
+    stats = lazylibs.scipy_stats()
+    base = as_float(pd.Series(list(b_pass), dtype=object)).to_numpy()
+    treat = as_float(pd.Series(list(t_pass), dtype=object)).to_numpy()
+    if base.shape != treat.shape:
+        raise StatisticsError(
+            f"paired samples differ in length: {base.size} baseline vs {treat.size} treatment"
+        )
+    keep = np.isfinite(base) & np.isfinite(treat)
+    base, treat = base[keep], treat[keep]
+    bad = sorted(set(np.unique(np.concatenate([base, treat])).tolist()) - {0.0, 1.0})
+    if bad:
+        raise StatisticsError(f"pass/fail values must be 0/1 or booleans; found {bad}")
+    both = int(((base == 1) & (treat == 1)).sum())
+    b_only = int(((base == 1) & (treat == 0)).sum())
+    t_only = int(((base == 0) & (treat == 1)).sum())
+    neither = int(((base == 0) & (treat == 0)).sum())
+    n = int(base.size)
+    row: dict[str, object] = {
+        "n": n,
+        "both_pass": both,
+        "baseline_only": b_only,
+        "treatment_only": t_only,
+        "neither": neither,
+        "p_value": math.nan,
+        "computable": False,
+        "reason": None,
+    }
+    if n < min_n:
+        row["reason"] = f"n={n} matched pairs is below the minimum of {min_n}"
+    else:
+        discordant = b_only + t_only
+        tail = stats.binom.cdf(min(b_only, t_only), discordant, 0.5) if discordant else 1.0
+        row["p_value"] = float(min(1.0, 2.0 * tail))
+        row["computable"] = True
+        if not discordant:
+            row["reason"] = "no discordant pairs: no evidence of a difference (p = 1)"
+    return pd.DataFrame([row], columns=list(MCNEMAR_COLUMNS))

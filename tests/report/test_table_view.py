@@ -1,0 +1,92 @@
+"""report.table_view: what a reader sees of a table (no index, blanks for missing, units)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from retrieval_lib.report.table_view import label, view
+
+
+def test_a_default_index_is_dropped_and_missing_values_are_blank():
+    frame = pd.DataFrame(
+        {
+            "config_name": ["a", "b", "c"],
+            "n": [2, 0, 1],
+            "mean": [0.25, math.nan, 1.0],
+            "reason": [None, "no trial", pd.NA],
+        }
+    )
+    shown = view(frame)
+    assert shown.columns == ["config_name", "n", "mean", "reason"]
+    assert shown.cells == [
+        ["a", "2", "0.250", ""],
+        ["b", "0", "", "no trial"],
+        ["c", "1", "1.000", ""],
+    ]
+    assert shown.numeric == [False, True, True, False]
+    page = shown._repr_html_()
+    assert "None" not in page and "nan" not in page.lower() and "<NA>" not in page
+    assert "<th></th>" not in page  # no index header cell
+    assert page.count("<tr>") == 4  # one header row, three body rows
+    text = repr(shown)
+    assert "None" not in text and "nan" not in text and text.splitlines()[0].startswith("config")
+
+
+def test_a_named_index_becomes_the_first_columns():
+    counts = pd.DataFrame(
+        {"base": [1, 0], "total": [1, 0]},
+        index=pd.MultiIndex.from_tuples([("gt.json", "high"), ("patch", "low")], names=["s", "c"]),
+    )
+    shown = view(counts)
+    assert shown.columns == ["s", "c", "base", "total"]
+    assert shown.cells[1] == ["patch", "low", "0", "0"]
+
+
+def test_units_are_in_the_headers_and_in_metric_names():
+    frame = pd.DataFrame(
+        {
+            "metric": ["cost_usd", "reward"],
+            "cost_usd": [0.1234, np.nan],
+            "agent_execution_seconds": [12.0, 3.5],
+            "latency_ms": [5, 6],
+        }
+    )
+    shown = view(frame, digits=2)
+    assert shown.columns == ["metric", "cost (USD)", "time (s)", "latency (ms)"]
+    assert shown.cells[0] == ["cost (USD)", "0.12", "12.00", "5"]
+    assert label("file.recall") == "file.recall"
+
+
+def test_html_is_escaped_and_deterministic():
+    frame = pd.DataFrame({"note": ["<b>x</b> & y"], "n": [1]})
+    first, second = view(frame)._repr_html_(), view(frame.copy())._repr_html_()
+    assert first == second
+    assert "&lt;b&gt;x&lt;/b&gt; &amp; y" in first
+    other = view(pd.DataFrame({"note": ["z"], "n": [1]}))._repr_html_()
+    assert first.split('id="')[1][:16] != other.split('id="')[1][:16]  # ids per table
+
+
+def test_counts_stay_whole_numbers_when_a_gap_made_them_float():
+    frame = pd.DataFrame(
+        {"n": [3.0, np.nan], "n_flagged": [1.0, 0.0], "a_hit_rank": [np.nan, 2.0], "r": [0.5, 2.0]}
+    )
+    assert view(frame).cells == [["3", "1", "", "0.500"], ["", "0", "2", "2.000"]]
+
+
+def test_a_sorted_unnamed_index_is_dropped_too_and_only_long_texts_wrap():
+    frame = pd.DataFrame({"id": ["b-task-001", "a-task-002"], "why": ["x" * 70, ""]})
+    shown = view(frame.sort_values("id"))
+    assert shown.columns == ["id", "why"]
+    assert [row[0] for row in shown.cells] == ["a-task-002", "b-task-001"]
+    page = shown._repr_html_()
+    assert ":nth-child(1) {text-align: left; white-space: nowrap;}" in page
+    assert ":nth-child(2) {text-align: left; white-space: normal;}" in page
+
+
+def test_explanations_always_wrap():
+    page = view(pd.DataFrame({"metric": ["x"], "reason": ["short"]}))._repr_html_()
+    assert ":nth-child(1) {text-align: left; white-space: nowrap;}" in page
+    assert ":nth-child(2) {text-align: left; white-space: normal;}" in page
