@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -541,8 +541,15 @@ def normalize_paths(
     out: str | Path | None = None,
     workers: int = 1,
     progress: bool = False,
+    map_fn: Callable[..., Iterable[TrialOutput]] | None = None,
 ) -> NormalizeReport:
-    """Normalise every run found under ``paths`` (run folders or folders of runs)."""
+    """Normalise every run found under ``paths`` (run folders or folders of runs).
+
+    ``map_fn(fn, jobs, on_done)``, when given, runs the trials instead of ``workers``
+    processes: it returns ``fn(job)`` for every job, in order, and calls ``on_done(n)``
+    (or not, when ``None``) as ``n`` more are done (e.g. on a Dask cluster, see
+    :mod:`retrieval_lib.distributed`).
+    """
     start = time.perf_counter()
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"--tasks-root {tasks_root} is not a folder")
@@ -569,7 +576,9 @@ def normalize_paths(
 
         bar = tqdm(total=len(jobs), unit="trial", file=sys.stderr, leave=False)
     try:
-        if workers > 1 and len(jobs) > 1:
+        if map_fn is not None:
+            report.outputs.extend(map_fn(_normalize_star, jobs, bar.update if bar else None))
+        elif workers > 1 and len(jobs) > 1:
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 for output in pool.map(_normalize_star, jobs, chunksize=8):
                     report.outputs.append(output)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
+
+from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
+from retrieval_lib.cli._dask import dask_mapper
 
 
 def parse_k(text: str) -> tuple[int, ...]:
@@ -46,24 +50,40 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="K,...",
         help="cut-offs of P/R/F1/nDCG (default: 1,3,5,10)",
     )
+    add_dask_arguments(parser)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.metrics.summary import evaluate_run, find_events_roots
+    from retrieval_lib.metrics.summary import find_events_roots
 
     roots = find_events_roots(args.paths)
     failed = 0
-    for root in roots:
-        result = evaluate_run(root, k=args.k)
-        print(
-            f"{result.events_dir}: {result.documents} documents, {result.computable} "
-            f"computable, {len(result.failures)} invalid, {result.seconds:.2f} s"
-        )
-        print(f"  wrote {len(result.metrics_paths)} metrics files beside the event documents")
-        print(f"  wrote {result.summary_path}")
-        print(f"  wrote {result.table_path}")
-        for path, message in result.failures:
-            print(f"invalid document: {path}: {message}", file=sys.stderr)
-        failed += len(result.failures)
+    with dask_mapper(args, progress=sys.stderr.isatty()) as map_fn:
+        if map_fn is not None:
+            from retrieval_lib.distributed import evaluate_runs_dask
+
+            for result in evaluate_runs_dask(roots, args.k, map_fn=map_fn):
+                if isinstance(result, Exception):
+                    raise result
+                failed += _print_result(result)
+        else:
+            from retrieval_lib.metrics.summary import evaluate_run
+
+            for root in roots:
+                failed += _print_result(evaluate_run(root, k=args.k))
     return 1 if failed else 0
+
+
+def _print_result(result: Any) -> int:
+    """Print what one evaluation wrote; return its number of invalid documents."""
+    print(
+        f"{result.events_dir}: {result.documents} documents, {result.computable} "
+        f"computable, {len(result.failures)} invalid, {result.seconds:.2f} s"
+    )
+    print(f"  wrote {len(result.metrics_paths)} metrics files beside the event documents")
+    print(f"  wrote {result.summary_path}")
+    print(f"  wrote {result.table_path}")
+    for path, message in result.failures:
+        print(f"invalid document: {path}: {message}", file=sys.stderr)
+    return len(result.failures)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
+from retrieval_lib.cli._dask import dask_mapper
 from retrieval_lib.cli._types import positive_int
 
 
@@ -35,20 +37,26 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="worker processes (default: cores, max 4)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar, no per-trial errors")
+    add_dask_arguments(parser)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     from retrieval_lib.normalize import default_workers, normalize_paths
 
-    workers = args.workers if args.workers is not None else default_workers()
-    report = normalize_paths(
-        args.paths,
-        args.tasks_root,
-        out=args.out,
-        workers=workers,
-        progress=not args.quiet and sys.stderr.isatty(),
-    )
+    progress = not args.quiet and sys.stderr.isatty()
+    with dask_mapper(args) as map_fn:
+        if map_fn is not None:
+            from retrieval_lib.distributed import normalize_dask
+
+            report = normalize_dask(
+                args.paths, args.tasks_root, out=args.out, map_fn=map_fn, progress=progress
+            )
+        else:
+            workers = args.workers if args.workers is not None else default_workers()
+            report = normalize_paths(
+                args.paths, args.tasks_root, out=args.out, workers=workers, progress=progress
+            )
     if not args.quiet:
         for output in report.outputs:
             if output.error:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
+from retrieval_lib.cli._dask import dask_mapper
 from retrieval_lib.cli._types import add_whole_job_options
 
 
@@ -38,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-report", action="store_true", help="stop after the tables (no notebook, no HTML)"
     )
+    add_dask_arguments(parser)
     return parser
 
 
@@ -50,6 +53,17 @@ def run(args: argparse.Namespace) -> int:
     if args.strict_harness_version:
         params["strict_harness_version"] = True
     config_map = parse_config_map(args.config_map)
+    prepared = None
+    with dask_mapper(args) as map_fn:
+        if map_fn is not None:
+            # The runs are brought up to date on the cluster; the (small) study tables
+            # and the report are made here once the cluster is closed.
+            from retrieval_lib.study.loader import prepare_runs
+
+            _check_inputs(params, config_map, report=not args.no_report)
+            prepared = prepare_runs(
+                args.paths, args.tasks_root, out=args.out, log=print, map_fn=map_fn
+            )
     result = run_study(
         args.paths,
         args.tasks_root,
@@ -58,7 +72,21 @@ def run(args: argparse.Namespace) -> int:
         config_map=config_map,
         workers=args.workers,
         report=not args.no_report,
+        prepared=prepared,
     )
     if result.html is None:
         print(f"study tables: {result.study_dir / 'tables'}")
     return 0
+
+
+def _check_inputs(params: dict, config_map: dict, *, report: bool) -> None:
+    """Refuse bad notebook parameters or config mapping before the runs are prepared."""
+    from retrieval_lib.report.params import check_parameters, resolve_notebook
+    from retrieval_lib.report.study_report import study_parameters
+    from retrieval_lib.study.families import config_families
+
+    if report:
+        check_parameters(dict(params), study_parameters(), notebook=resolve_notebook("study").name)
+    mapping = dict(params.get("config_map") or {})
+    mapping.update(config_map)
+    config_families(mapping)

@@ -53,11 +53,14 @@ __all__ = [
     "SUMMARY_SCHEMA_VERSION",
     "TABLE_BASENAME",
     "EvaluateResult",
+    "evaluate_document_files",
     "evaluate_run",
     "find_events_roots",
     "metric_columns",
     "metrics_table",
     "summarize_run",
+    "summary_record",
+    "write_run_outputs",
     "summary_schema",
     "validate_summary",
 ]
@@ -441,12 +444,115 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(roots)
 
 
+def summary_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a metrics record that :func:`metrics_table` and :func:`summarize_run` read.
+
+    Small (no file lists), so a worker can send it on instead of the whole record; both
+    functions give the same result from it as from the full record. Every top-level
+    value and the small blocks (``provenance``, ``coverage``, ``calibration``,
+    ``outcome``) are kept whole; of the per-stage blocks, the fields the table reads.
+    """
+
+    def keep(block: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+        return {key: block[key] for key in keys if key in block}
+
+    ranking = ("computable", "metrics", "file_recall", "context_efficiency", "ttfr")
+    out = {key: value for key, value in record.items() if key not in _STAGE_BLOCKS}
+    out["file_level"] = keep(record["file_level"], ranking)
+    out["read_level"] = keep(record["read_level"], ranking)
+    out["funnel"] = keep(record["funnel"], ("computable", "surfaced", "read", "edited"))
+    out["chunk_level"] = keep(
+        record["chunk_level"], ("computable", "n_chunks", "recall", "line_overlap")
+    )
+    out["utilization"] = keep(record["utilization"], tuple(_UTIL_COLUMNS.values()))
+    out["error_taxonomy"] = keep(record["error_taxonomy"], ("computable", "counts"))
+    return out
+
+
+#: Blocks of a metrics record that :func:`summary_record` cuts down to what is read.
+_STAGE_BLOCKS = (
+    "file_level",
+    "read_level",
+    "funnel",
+    "chunk_level",
+    "utilization",
+    "error_taxonomy",
+)
+
+
+def _evaluate_document_files(
+    doc_paths: Sequence[Path], ks: Sequence[int]
+) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Load, evaluate (one kernel call for all) and write the metrics file of each document.
+
+    Returns ``(record, None)`` per document, or ``(None, error)`` for one that failed to load.
+    """
+    from retrieval_lib.events.document import load_document
+
+    docs: list[dict[str, Any]] = []
+    loaded: list[Path] = []
+    errors: dict[Path, str] = {}
+    for doc_path in doc_paths:
+        try:
+            docs.append(load_document(doc_path))
+            loaded.append(doc_path)
+        except RetrievalLibError as exc:
+            errors[doc_path] = str(exc)
+    records = evaluate_documents(docs, ks, source_names=[p.name for p in loaded]) if docs else []
+    by_path = dict(zip(loaded, records, strict=True))
+    for doc_path, record in by_path.items():
+        atomic_write_text(
+            doc_path.with_name(metrics_filename(doc_path.name)),
+            dumps_json(record, ndigits=WRITE_NDIGITS),
+        )
+    return [(by_path[p], None) if p in by_path else (None, errors[p]) for p in doc_paths]
+
+
+def evaluate_document_files(
+    doc_paths: Sequence[Path], ks: Sequence[int]
+) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Documents (one kernel call for all): write their metrics files; return per document
+    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load."""
+    return [
+        (None, error) if record is None else (summary_record(record), None)
+        for record, error in _evaluate_document_files([Path(p) for p in doc_paths], ks)
+    ]
+
+
 def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
     if importlib.util.find_spec("pyarrow") is not None:
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
+        _write_dataset(frame, events_dir)
         return atomic_write_bytes(events_dir / f"{TABLE_BASENAME}.parquet", buffer.getvalue())
     return atomic_write_text(events_dir / f"{TABLE_BASENAME}.csv", frame.to_csv(index=False))
+
+
+#: Folder of the run's part of the partitioned metrics dataset (one file per config).
+DATASET_DIRNAME = f"{TABLE_BASENAME}_dataset"
+
+
+def _write_dataset(frame: pd.DataFrame, events_dir: Path) -> list[Path]:
+    """The table again, one Parquet file per config: ``<events>/retrieval_metrics_dataset/
+    <config>.parquet`` (every column kept, ``run_id`` and ``config_name`` included), so
+    the ``retrieval_events`` folders of many runs form one dataset partitioned by run and
+    config. Files of configs the run no longer has are removed."""
+    from retrieval_lib.io import safe_join
+
+    folder = events_dir / DATASET_DIRNAME
+    written = []
+    for config in sorted({str(c) for c in frame["config_name"].dropna()}):
+        part = frame[frame["config_name"] == config].reset_index(drop=True)
+        buffer = io.BytesIO()
+        part.to_parquet(buffer, index=False)
+        written.append(
+            atomic_write_bytes(safe_join(folder, f"{config}.parquet"), buffer.getvalue())
+        )
+    if folder.is_dir():
+        for stale in folder.glob("*.parquet"):
+            if stale.resolve() not in {p.resolve() for p in written}:
+                stale.unlink()
+    return written
 
 
 def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResult:
@@ -476,7 +582,7 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     >>> result.documents, result.computable, result.summary_path.name
     (1, 0, 'run_retrieval_summary.json')
     """
-    from retrieval_lib.events.document import find_documents, load_document
+    from retrieval_lib.events.document import find_documents
 
     started = time.perf_counter()
     ks = normalize_k(k)
@@ -486,28 +592,37 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
         raise InputError(
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
-    docs: list[dict[str, Any]] = []
-    loaded: list[Path] = []
+    outcomes = _evaluate_document_files(doc_paths, ks)
+    return write_run_outputs(events_dir, doc_paths, outcomes, started=started)
+
+
+def write_run_outputs(
+    events_dir: Path,
+    doc_paths: Sequence[Path],
+    outcomes: Sequence[tuple[dict[str, Any] | None, str | None]],
+    *,
+    started: float | None = None,
+) -> EvaluateResult:
+    """Write the run summary and the metrics table of an evaluated events folder.
+
+    ``outcomes`` holds, per document of ``doc_paths``, its (summary) record and ``None``,
+    or ``None`` and the reason it could not be loaded; the metrics files are already
+    written. ``started`` is the :func:`time.perf_counter` value the evaluation began at.
+    """
+    records: list[dict[str, Any]] = []
+    metrics_paths: list[Path] = []
     failures: list[tuple[Path, str]] = []
-    for doc_path in doc_paths:
-        try:
-            docs.append(load_document(doc_path))
-            loaded.append(doc_path)
-        except RetrievalLibError as exc:
-            failures.append((doc_path, str(exc)))
-    if not docs:
+    for doc_path, (record, error) in zip(doc_paths, outcomes, strict=True):
+        if record is None:
+            failures.append((doc_path, str(error)))
+        else:
+            records.append(record)
+            metrics_paths.append(doc_path.with_name(metrics_filename(doc_path.name)))
+    if not records:
         raise InputError(
             f"none of the {len(doc_paths)} documents under {events_dir} could be loaded; "
             f"first error: {failures[0][1]}"
         )
-    records = evaluate_documents(docs, ks, source_names=[p.name for p in loaded])
-    metrics_paths = [
-        atomic_write_text(
-            doc_path.with_name(metrics_filename(doc_path.name)),
-            dumps_json(record, ndigits=WRITE_NDIGITS),
-        )
-        for doc_path, record in zip(loaded, records, strict=True)
-    ]
     summary = summarize_run(records)
     summary["counts"]["invalid_documents"] = [
         {
@@ -526,6 +641,6 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
         metrics_paths=metrics_paths,
         summary_path=summary_path,
         table_path=table_path,
-        seconds=time.perf_counter() - started,
+        seconds=0.0 if started is None else time.perf_counter() - started,
         failures=failures,
     )

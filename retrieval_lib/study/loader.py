@@ -226,6 +226,7 @@ def prepare_runs(
     workers: int = 1,
     k: Sequence[int] = DEFAULT_K,
     log: Callable[[str], None] | None = None,
+    map_fn: Any = None,
 ) -> PreparedRuns:
     """Normalise and evaluate what is not yet up to date; return every evaluated folder.
 
@@ -244,6 +245,9 @@ def prepare_runs(
         Cut-offs of the evaluation.
     log
         Receives one line per step (default: silent).
+    map_fn
+        A :class:`~retrieval_lib.distributed.DaskMapper`: trials are normalised and
+        documents evaluated on its Dask cluster instead of ``workers`` processes.
 
     Raises
     ------
@@ -293,12 +297,19 @@ def prepare_runs(
     if stale:
         from retrieval_lib.io import atomic_write_json
 
-        report = normalize_paths(
-            [run for run, _, _ in stale], _path(tasks_root), out=out_root, workers=workers
-        )
+        if map_fn is not None:
+            from retrieval_lib.distributed import normalize_dask
+
+            report = normalize_dask(
+                [run for run, _, _ in stale], _path(tasks_root), out=out_root, map_fn=map_fn
+            )
+        else:
+            report = normalize_paths(
+                [run for run, _, _ in stale], _path(tasks_root), out=out_root, workers=workers
+            )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
-        outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers)
+        outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers, map_fn)
         for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
             if isinstance(outcome, str):
                 prepared.evaluate_failures.append((run.name, outcome))
@@ -327,7 +338,7 @@ def prepare_runs(
     return prepared
 
 
-def _evaluate_one(events_dir: Path, k: Sequence[int]) -> tuple[int, int] | str:
+def _evaluate_one(events_dir: Path, k: Sequence[int], map_fn: Any = None) -> tuple[int, int] | str:
     """Evaluate one run; ``(documents, computable)`` or the reason it failed (picklable)."""
     from retrieval_lib.metrics.summary import evaluate_run
 
@@ -341,9 +352,23 @@ def _evaluate_one(events_dir: Path, k: Sequence[int]) -> tuple[int, int] | str:
 
 
 def _evaluate_all(
-    events_dirs: Sequence[Path], k: Sequence[int], workers: int
+    events_dirs: Sequence[Path], k: Sequence[int], workers: int, map_fn: Any = None
 ) -> list[tuple[int, int] | str]:
-    """Evaluate runs, one per worker process when there are several of each."""
+    """Evaluate runs, one per worker process when there are several of each (or each
+    run's documents on the Dask cluster of ``map_fn``)."""
+    if map_fn is not None:
+        from retrieval_lib.distributed import evaluate_runs_dask
+
+        present = [d for d in events_dirs if d.is_dir()]
+        done = dict(zip(present, evaluate_runs_dask(present, k, map_fn=map_fn), strict=True))
+        return [
+            "no document was written"
+            if d not in done
+            else str(done[d])
+            if isinstance(done[d], RetrievalLibError)
+            else (done[d].documents, done[d].computable)
+            for d in events_dirs
+        ]
     if workers > 1 and len(events_dirs) > 1:
         from concurrent.futures import ProcessPoolExecutor
 

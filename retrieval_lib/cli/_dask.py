@@ -1,0 +1,58 @@
+"""``--scheduler`` / ``--dask-workers``: the Dask options shared by normalize, evaluate, study.
+
+Nothing here imports dask: :func:`dask_mapper` does, and only when an option was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from retrieval_lib.cli._types import positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the mutually exclusive ``--scheduler ADDRESS`` and ``--dask-workers N``."""
+    group = parser.add_argument_group(
+        "Dask (optional, pip install 'retrieval_lib[dask]'; --workers is then unused)"
+    )
+    exclusive = group.add_mutually_exclusive_group()
+    exclusive.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run the trials on the Dask cluster of this running scheduler "
+        "(e.g. tcp://10.0.0.5:8786); every worker must see the input and --out paths",
+    )
+    exclusive.add_argument(
+        "--dask-workers",
+        type=positive_int,
+        metavar="N",
+        help="run the trials on a local Dask cluster of N worker processes "
+        "(started and closed by the command)",
+    )
+    group.add_argument(
+        "--dask-batch",
+        type=positive_int,
+        metavar="N",
+        help="trials per Dask task (default: at most 32, at least 4 tasks per worker)",
+    )
+
+
+def wants_dask(args: argparse.Namespace) -> bool:
+    return args.scheduler is not None or args.dask_workers is not None
+
+
+@contextlib.contextmanager
+def dask_mapper(args: argparse.Namespace, *, progress: bool = False) -> Iterator[Any]:
+    """A :class:`~retrieval_lib.distributed.DaskMapper` for the options, or ``None``."""
+    if not wants_dask(args):
+        yield None
+        return
+    from retrieval_lib.distributed import DaskSpec
+    from retrieval_lib.distributed import dask_mapper as mapper
+
+    spec = DaskSpec(scheduler=args.scheduler, workers=args.dask_workers, batch_size=args.dask_batch)
+    with mapper(spec, progress=progress) as map_fn:
+        yield map_fn

@@ -1,0 +1,364 @@
+"""Scale-out on Dask (retrieval_lib.distributed, --scheduler / --dask-workers).
+
+The reference is always the single-process path run in the same test: every file it
+writes must come out byte for byte the same through the cluster. The cluster tests use a
+LocalCluster of two worker processes on 127.0.0.1 started by a module fixture; the fault
+test starts ``dask scheduler`` and two ``dask worker`` processes itself and kills one
+with SIGKILL while ``retrieval-lib normalize --scheduler`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("distributed")
+
+from retrieval_lib.distributed import DaskMapper, evaluate_dask, normalize_dask  # noqa: E402
+from retrieval_lib.metrics.summary import evaluate_run  # noqa: E402
+from retrieval_lib.normalize import normalize_paths  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus" / "csb"
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file below ``root`` by relative path (temporary files included)."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _assert_same_tree(expected: Path, actual: Path) -> None:
+    want, got = _files(expected), _files(actual)
+    assert sorted(got) == sorted(want)
+    differing = [name for name in want if want[name] != got[name]]
+    assert differing == []
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Synthetic runs of both layouts: repeated trials, degraded trials, tasks without
+    ground truth (generated, so the whole variety of documents is exercised)."""
+    from retrieval_lib.synth import generate_runs
+
+    data = tmp_path_factory.mktemp("synth") / "data"
+    generate_runs(data, n_tasks=22, seed=7)
+    return data / "runs", data / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        # its HTTP server (health checks) on a free port, not the default 8787
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+    )
+    dask_client = Client(cluster)
+    try:
+        yield dask_client
+    finally:
+        dask_client.close()
+        cluster.close()
+
+
+def _reference(runs: Path, tasks: Path, out: Path) -> None:
+    normalize_paths([runs], tasks, out=out, workers=1)
+    for run in sorted(out.iterdir()):
+        evaluate_run(run)
+
+
+def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, tmp_path):
+    runs, tasks = synth
+    _reference(runs, tasks, tmp_path / "single")
+
+    mapper = DaskMapper(client, batch_size=1)  # one trial per task
+    report = normalize_dask([runs], tasks, out=tmp_path / "dask", map_fn=mapper)
+    assert report.trials == report.documents == mapper.last_tasks > 20
+    assert report.failed == 0
+    assert report.trials == len(list((tmp_path / "single").rglob("*.retrieval_events.json")))
+    # what came back to the driver is small: counts and a path, not the document
+    assert max(len(pickle.dumps(o)) for o in report.outputs) < 2_000
+
+    mapper = DaskMapper(client, batch_size=3)
+    for run in sorted((tmp_path / "dask").iterdir()):
+        result = evaluate_dask(run, (1, 3, 5, 10), map_fn=mapper)
+        assert result.documents == len(list(run.rglob("*.retrieval_events.json")))
+        assert mapper.last_tasks == -(-result.documents // 3)
+        # the run summary and table were written by a worker: no record came back
+        assert not hasattr(result, "records")
+        assert result.summary_path.is_file() and result.failures == []
+    _assert_same_tree(tmp_path / "single", tmp_path / "dask")
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="real corpus ../shared/corpus/csb is absent")
+def test_real_runs_through_the_cli_with_a_local_cluster(tmp_path):
+    """``--dask-workers`` starts and closes its own LocalCluster; real CSB runs."""
+    from retrieval_lib.cli import main
+
+    args = [str(CORPUS / "runs"), "--tasks-root", str(CORPUS / "benchmarks")]
+    assert main(["normalize", *args, "--out", str(tmp_path / "single"), "--workers", "1"]) == 0
+    assert main(["evaluate", str(tmp_path / "single")]) == 0
+    assert main(["normalize", *args, "--out", str(tmp_path / "dask"), "--dask-workers", "1"]) == 0
+    assert main(["evaluate", str(tmp_path / "dask"), "--dask-workers", "1"]) == 0
+    _assert_same_tree(tmp_path / "single", tmp_path / "dask")
+
+
+def test_study_preparation_on_a_cluster(synth, client, tmp_path):
+    from retrieval_lib.study.loader import prepare_runs, read_evaluated
+
+    runs, tasks = synth
+    single = prepare_runs([runs], tasks, out=tmp_path / "single")
+    dask = prepare_runs(
+        [runs], tasks, out=tmp_path / "dask", map_fn=DaskMapper(client, batch_size=4)
+    )
+    assert dask.normalized == single.normalized and len(single.normalized) == 2
+    _assert_same_tree(tmp_path / "single", tmp_path / "dask")
+    # ... so the second pass reuses them, and the study tables are the same
+    again = prepare_runs([runs], tasks, out=tmp_path / "dask", map_fn=DaskMapper(client))
+    assert again.reused == single.normalized and again.normalized == []
+    a, b = read_evaluated(single.events_dirs), read_evaluated(dask.events_dirs)
+    assert len(a.trials) > 20
+    assert a.trials.equals(b.trials)
+    assert a.events.equals(b.events)
+
+
+def test_study_aggregates_on_the_cluster_match_the_local_ones(synth, client, tmp_path):
+    from retrieval_lib.study.lazy import aggregate_metrics
+
+    runs, tasks = synth
+    normalize_paths([runs], tasks, out=tmp_path)
+    events_dirs = [evaluate_run(run).events_dir for run in sorted(tmp_path.iterdir())]
+    columns = ["file.recall", "reward", "total_tokens"]
+    local = aggregate_metrics(events_dirs, columns, by=["run_id", "config_name"])
+    remote = aggregate_metrics(events_dirs, columns, by=["run_id", "config_name"], client=client)
+    assert len(local) == 2 * 2 * 3  # two runs of two configs, three metrics
+    pd.testing.assert_frame_equal(local, remote)
+
+
+def _explode(item: int) -> int:
+    if item == 3:
+        raise RuntimeError("trial 3 is broken")
+    return item * 10
+
+
+def test_a_failing_task_is_reported_and_the_others_finish(client):
+    mapper = DaskMapper(client, batch_size=2)
+    done: list[int] = []
+    results = mapper(
+        _explode,
+        list(range(7)),
+        on_done=done.append,
+        on_error=lambda item, exc: f"failed {item}: {exc}",
+    )
+    # items 2 and 3 share a task: both are reported with the cause, the rest computed
+    assert results == [
+        0,
+        10,
+        "failed 2: trial 3 is broken",
+        "failed 3: trial 3 is broken",
+        40,
+        50,
+        60,
+    ]
+    assert sorted(done) == [1, 2, 2, 2]
+    with pytest.raises(RuntimeError, match="trial 3 is broken"):
+        mapper(_explode, [3])
+
+
+def test_orphaned_temporary_files_are_removed(tmp_path):
+    from retrieval_lib.distributed import remove_orphaned_temporaries
+
+    folder = tmp_path / "run" / "retrieval_events" / "baseline"
+    folder.mkdir(parents=True)
+    keep = [
+        folder / "t.retrieval_events.json",
+        folder / ".notes.txt.abc123.tmp",  # not ours
+    ]
+    drop = [
+        folder / ".t.retrieval_events.json.k2j_9x.tmp",
+        folder / ".t.retrieval_metrics.json.0aa1bc.tmp",
+    ]
+    for path in keep + drop:
+        path.write_text("x")
+    assert remove_orphaned_temporaries([tmp_path / "run", tmp_path / "missing"]) == 2
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in keep)
+
+
+def test_without_the_options_dask_is_never_imported(tmp_path):
+    """normalize and evaluate without --scheduler/--dask-workers do not load dask."""
+    runs = REPO / "tests" / "fixtures" / "runs" / "official"
+    tasks = REPO / "tests" / "fixtures" / "tasks"
+    code = (
+        "import sys\n"
+        "from retrieval_lib.cli import main\n"
+        f"main(['normalize', {str(runs)!r}, '--tasks-root', {str(tasks)!r}, "
+        f"'--out', {str(tmp_path)!r}, '--workers', '1', '--quiet'])\n"
+        f"main(['evaluate', {str(tmp_path)!r}])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('dask', 'distributed', 'scipy', 'matplotlib')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert list(tmp_path.rglob("*.retrieval_metrics.json"))  # it did run
+
+
+def test_an_unreachable_scheduler_is_an_input_error():
+    import socket
+
+    from retrieval_lib.distributed import DaskSpec, dask_client
+    from retrieval_lib.errors import InputError
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with (
+        pytest.raises(InputError, match="cannot reach the Dask scheduler"),
+        dask_client(DaskSpec(scheduler=f"tcp://127.0.0.1:{port}", timeout=1)),
+    ):
+        pass
+
+
+def test_the_dask_options_exclude_each_other(capsys):
+    from retrieval_lib.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", ".", "--scheduler", "tcp://127.0.0.1:1", "--dask-workers", "2"])
+    assert exc.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- kill -9
+
+
+def _dask(*args: str, log: Path) -> subprocess.Popen:
+    exe = Path(sys.executable).with_name("dask")
+    handle = log.open("w")
+    return subprocess.Popen(
+        [str(exe), *args], stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+@pytest.fixture
+def cluster_processes(tmp_path):
+    """``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker
+    stays dead) on 127.0.0.1, free ports; all stopped at the end."""
+    scheduler_file = tmp_path / "scheduler.json"
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        procs["scheduler"] = _dask(
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--dashboard-address",
+            "127.0.0.1:0",
+            "--scheduler-file",
+            str(scheduler_file),
+            log=tmp_path / "scheduler.log",
+        )
+        deadline = time.monotonic() + 60
+        while not scheduler_file.is_file() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        for name in ("w0", "w1"):
+            procs[name] = _dask(
+                "worker",
+                address,
+                "--name",
+                name,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--host",
+                "127.0.0.1",
+                "--no-dashboard",
+                "--local-directory",
+                str(tmp_path / name),
+                log=tmp_path / f"{name}.log",
+            )
+        yield address, procs
+    finally:
+        # workers first (a worker whose scheduler is gone keeps trying to reconnect)
+        for proc in reversed(procs.values()):
+            if proc.poll() is None:
+                proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, cluster_processes):
+    from distributed import Client
+
+    from retrieval_lib.synth import generate_runs
+
+    address, procs = cluster_processes
+    data = tmp_path / "data"
+    # traces padded to ~150 KB so each trial takes a few tens of ms
+    generate_runs(data, n_tasks=40, seed=3, transcript_target_bytes=150_000)
+    runs, tasks = data / "runs", data / "benchmarks"
+    _reference(runs, tasks, tmp_path / "single")
+    total = len(list((tmp_path / "single").rglob("*.retrieval_events.json")))
+
+    out = tmp_path / "dask"
+    cli = [sys.executable, "-m", "retrieval_lib"]
+    with Client(address, timeout="60s") as watcher:
+        watcher.wait_for_workers(2, timeout=60)
+        names = {a: w["name"] for a, w in watcher.scheduler_info()["workers"].items()}
+        run = subprocess.Popen(
+            [*cli, "normalize", str(runs), "--tasks-root", str(tasks), "--out", str(out)]
+            + ["--scheduler", address, "--dask-batch", "1", "--quiet"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        victim = None
+        deadline = time.monotonic() + 120
+        while victim is None and run.poll() is None and time.monotonic() < deadline:
+            written = len(list(out.rglob("*.retrieval_events.json"))) if out.is_dir() else 0
+            busy = [a for a, keys in watcher.processing().items() if keys]
+            if written >= 3 and busy:
+                victim = names[busy[0]]
+                os.kill(procs[victim].pid, signal.SIGKILL)
+                written_at_kill = written
+            else:
+                time.sleep(0.02)
+        stdout, stderr = run.communicate(timeout=300)
+    assert victim is not None, "the run ended before a worker could be killed"
+    assert procs[victim].wait(timeout=10) == -signal.SIGKILL
+    assert written_at_kill < total  # killed in the middle of the run
+    assert run.returncode == 0, stderr
+    assert f"{total} trials: {total} documents" in stdout
+
+    done = subprocess.run(
+        [*cli, "evaluate", str(out), "--scheduler", address], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    # nothing lost, nothing twice, no temporary file left: the same tree, byte for byte
+    _assert_same_tree(tmp_path / "single", out)
