@@ -259,6 +259,8 @@ def prepare_runs(
     from retrieval_lib.runs import discover_runs
 
     say = log or (lambda _line: None)
+    if tasks_root is not None and not Path(tasks_root).is_dir():
+        raise InputError(f"--tasks-root {tasks_root} is not a folder")
     prepared = PreparedRuns()
     raw_runs: list[Path] = []
     for raw in paths:

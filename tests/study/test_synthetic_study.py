@@ -233,3 +233,15 @@ def test_exclude_flagged_leaves_flagged_trials_out(study):
     assert set(without.leaderboard()["model"]) == {"m1"}
     assert len(without.analysed) == 7
     assert set(without.impact().per_task["model"]) == {"m1"}
+
+
+def test_a_missing_tasks_root_is_one_clear_error(tmp_path, capsys):
+    from retrieval_lib.cli import main
+
+    runs, _ = synthetic.build(tmp_path)
+    argv = ["study", str(runs), "--tasks-root", str(tmp_path / "nowhere"), "--out", str(tmp_path)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"retrieval-lib study: error: --tasks-root {tmp_path / 'nowhere'} is not a folder"
+    ]
