@@ -37,13 +37,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
+import itertools
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from retrieval_lib.parallel import run_chunk
 
 __all__ = [
     "DaskMapper",
@@ -57,20 +60,30 @@ __all__ = [
 ]
 
 #: Trials per task unless told: enough to amortise the scheduler's per-task cost
-#: (about 1 ms), few enough that a rerun after a lost worker is cheap.
+#: (about 1 ms against ~4 ms per trial), few enough that a rerun after a lost worker is
+#: cheap and the last tasks of a run end together.
 MAX_BATCH = 32
-#: Documents per evaluation task unless told: evaluating one takes a few ms, and several
-#: runs are in flight at once (:data:`CONCURRENT_RUNS`), so a run of up to this many
-#: documents is one task (plus the one writing its summary).
+#: Tasks in flight per worker: enough to hide the round trip to the scheduler, few
+#: enough that the driver and the scheduler hold almost nothing.
+TASKS_PER_WORKER = 4
+#: Seconds between two counts of the cluster's workers (the window follows them).
+WORKER_RECOUNT_SECONDS = 2.0
+#: Documents per evaluation task unless told: a run of up to this many documents is
+#: evaluated whole by one task (``evaluate_run`` on a worker); a larger one in batches
+#: of this many, plus one task writing its summary.
 EVALUATE_BATCH = 128
+#: Dask settings of the workers of a LocalCluster we start: the statistical profiler
+#: (a stack sample every 10 ms) costs ~9% of a worker's CPU on this work and nobody
+#: looks at its output.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
 
 
 @dataclass(frozen=True)
 class DaskSpec:
     """Where to run: a running scheduler's address, or a LocalCluster of ``workers``.
 
-    ``batch_size`` is the number of trials (documents) per Dask task (default: at most
-    :data:`MAX_BATCH`, fewer so that every worker gets at least four tasks).
+    ``batch_size`` is the number of trials (documents) per Dask task (default:
+    :data:`MAX_BATCH` trials, :data:`EVALUATE_BATCH` documents).
     """
 
     scheduler: str | None = None
@@ -114,7 +127,10 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         with client:
             yield client
         return
+    import dask
+
     with (
+        dask.config.set(WORKER_CONFIG),  # the nannies hand it to their workers
         LocalCluster(
             n_workers=spec.workers,
             threads_per_worker=1,
@@ -129,15 +145,17 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         yield client
 
 
-def _run_batch(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    return [fn(item) for item in items]
+def _worker_count(client: Any) -> int:
+    return len(client.scheduler_info().get("workers", {}))
 
 
 class DaskMapper:
-    """``mapper(fn, items)``: ``[fn(i) for i in items]`` computed on a Dask cluster.
+    """Runs ``fn`` over items on a Dask cluster, a batch of items per task, at most a
+    window of tasks in flight.
 
-    Items go out in batches (one task each); results are collected as tasks complete
-    (each released on the cluster once received) and returned in item order.
+    Items are drawn from their iterator only as tasks are submitted, and each task's
+    results are released on the cluster once received, so neither the driver nor the
+    scheduler holds more than the window, however many items there are.
     ``fn`` and the items must be picklable and importable on the workers.
 
     Parameters
@@ -145,109 +163,141 @@ class DaskMapper:
     client
         A ``distributed.Client``.
     batch_size
-        Items per task (default: see :class:`DaskSpec`).
+        Items per task (default: :data:`MAX_BATCH`).
     progress
         Show a progress bar on stderr that follows completed tasks (when the caller
         does not pass its own ``on_done``).
+    window
+        Tasks in flight at once (default: :data:`TASKS_PER_WORKER` per worker of the
+        cluster, counted again as workers come and go; at least that many).
     """
 
-    def __init__(self, client: Any, *, batch_size: int | None = None, progress: bool = False):
+    def __init__(
+        self,
+        client: Any,
+        *,
+        batch_size: int | None = None,
+        progress: bool = False,
+        window: int | None = None,
+    ):
         self.client = client
         self.batch_size = batch_size
         self.progress = progress
+        self.window = window
         #: Tasks submitted by the last call (for tests and benchmarks).
         self.last_tasks = 0
 
-    def _batches(self, n: int, whole: int | None = None) -> list[tuple[int, int]]:
-        size = self.batch_size
-        if size is None and whole is not None:
-            size = whole
-        elif size is None:
-            workers = max(1, len(self.client.scheduler_info().get("workers", {})))
-            size = max(1, min(MAX_BATCH, math.ceil(n / (4 * workers))))
-        return [(start, min(n, start + size)) for start in range(0, n, size)]
+    def _limit(self) -> int:
+        if self.window is not None:
+            return self.window
+        return TASKS_PER_WORKER * max(1, _worker_count(self.client))
 
-    def submit(
+    def imap_batches(
         self,
         fn: Callable[[Any], Any],
-        items: Sequence[Any],
+        items: Iterable[Any],
         *,
         batched: bool = False,
         batch_size: int | None = None,
-    ) -> tuple[list[Any], list[tuple[int, int]]]:
-        """Submit ``fn`` over ``items`` in batches; return the futures and each one's
-        ``(start, stop)`` span of ``items``. With ``batched``, ``fn`` takes a whole batch
-        (a list) and returns the list of its results. ``batch_size`` replaces the default
-        batch size (not one the mapper was given)."""
-        spans = self._batches(len(items), batch_size)
-        self.last_tasks = len(spans)
-        task = fn if batched else functools.partial(_run_batch, fn)
-        futures = self.client.map(task, [items[a:b] for a, b in spans], pure=False)
-        return futures, spans
+        on_error: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[tuple[list[Any], list[Any]]]:
+        """Yield ``(batch, results)`` for every task, in the order tasks complete.
 
-    def follow(
-        self,
-        futures: Sequence[Any],
-        spans: Sequence[tuple[int, int]],
-        on_done: Callable[[int], Any] | None = None,
-    ) -> dict[int, BaseException]:
-        """Wait for every future without fetching its result; ``on_done(n)`` as each
-        task of ``n`` items ends; return the exception of each failed task by index."""
+        With ``batched``, ``fn`` takes a whole batch (a list) and returns the list of its
+        results. ``batch_size`` replaces the mapper's. A task that fails as a whole (its
+        worker died too often, or ``fn`` raised) gives ``on_error(item, exception)`` per
+        item, or re-raises without ``on_error``.
+        """
         from distributed import as_completed
 
-        index = {future.key: i for i, future in enumerate(futures)}
-        errors: dict[int, BaseException] = {}
-        for future in as_completed(futures):
-            i = index[future.key]
-            if future.status == "error":
-                errors[i] = future.exception()
-            if on_done is not None:
-                on_done(spans[i][1] - spans[i][0])
-        return errors
+        size = batch_size or self.batch_size or MAX_BATCH
+        task = fn if batched else functools.partial(run_chunk, fn)
+        stream = iter(items)
+        pending: dict[str, tuple[Any, list[Any]]] = {}
+        completed = as_completed()
+        self.last_tasks = 0
+        limit, counted = self._limit(), time.monotonic()
+
+        def fill() -> None:
+            nonlocal limit, counted
+            if self.window is None and time.monotonic() - counted > WORKER_RECOUNT_SECONDS:
+                limit, counted = self._limit(), time.monotonic()
+            while len(pending) < limit:
+                batch = list(itertools.islice(stream, size))
+                if not batch:
+                    return
+                future = self.client.submit(task, batch, pure=False)
+                pending[future.key] = (future, batch)
+                completed.add(future)
+                self.last_tasks += 1
+
+        try:
+            fill()
+            for future in completed:
+                _, batch = pending.pop(future.key)
+                try:
+                    results = future.result()
+                except Exception as exc:
+                    if on_error is None:
+                        raise
+                    results = [on_error(item, exc) for item in batch]
+                finally:
+                    future.release()
+                fill()  # before handing the results over: the workers stay busy
+                yield batch, results
+        finally:
+            for future, _ in pending.values():
+                future.cancel()
+
+    def imap_unordered(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        on_error: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(item, fn(item))`` for every item, in the order their tasks complete
+        (see :meth:`imap_batches`)."""
+        for batch, results in self.imap_batches(fn, items, on_error=on_error):
+            yield from zip(batch, results, strict=True)
 
     def __call__(
         self,
         fn: Callable[[Any], Any],
-        items: Sequence[Any],
+        items: Iterable[Any],
         on_done: Callable[[int], Any] | None = None,
         on_error: Callable[[Any, BaseException], Any] | None = None,
     ) -> list[Any]:
-        """Apply ``fn`` to every item; ``on_done(n)`` after each task of ``n`` items.
-
-        A task that fails as a whole (its worker died too often, or ``fn`` raised) gives
-        ``on_error(item, exception)`` for each of its items, or re-raises without
-        ``on_error``.
-        """
-        from distributed import as_completed
-
-        items = list(items)
-        if not items:
-            return []
-        futures, spans = self.submit(fn, items)
-        index = {future.key: i for i, future in enumerate(futures)}
-        results: list[Any] = [None] * len(items)
+        """``[fn(item) for item in items]`` on the cluster, in item order; ``on_done(n)``
+        after each task of ``n`` items (see :meth:`imap_batches` for ``on_error``)."""
+        numbered = list(enumerate(items))
+        results: list[Any] = [None] * len(numbered)
         bar = None
         if on_done is None and self.progress:
-            bar = _progress_bar(len(items))
+            bar = _progress_bar(len(numbered))
             on_done = bar.update
+        indexed = functools.partial(_indexed, fn)
+        failed = None if on_error is None else functools.partial(_indexed_error, on_error)
         try:
-            for future in as_completed(futures):
-                a, b = spans[index[future.key]]
-                try:
-                    results[a:b] = future.result()
-                except Exception as exc:
-                    if on_error is None:
-                        raise
-                    results[a:b] = [on_error(item, exc) for item in items[a:b]]
-                future.release()
+            for batch, done in self.imap_batches(indexed, numbered, on_error=failed):
+                for (i, _), result in zip(batch, done, strict=True):
+                    results[i] = result
                 if on_done is not None:
-                    on_done(b - a)
+                    on_done(len(batch))
         finally:
             if bar is not None:
                 bar.close()
-            for future in futures:
-                future.release()
         return results
+
+
+def _indexed(fn: Callable[[Any], Any], numbered: tuple[int, Any]) -> Any:
+    return fn(numbered[1])
+
+
+def _indexed_error(
+    on_error: Callable[[Any, BaseException], Any], numbered: tuple[int, Any], exc: BaseException
+) -> Any:
+    return on_error(numbered[1], exc)
 
 
 def _progress_bar(total: int | None, unit: str = "trial") -> Any:
@@ -314,34 +364,137 @@ def normalize_dask(
     map_fn: DaskMapper,
     out: str | Path | None = None,
     progress: bool = False,
+    on_run_done: Callable[[str, Path, int], Any] | None = None,
 ) -> Any:
     """:func:`~retrieval_lib.normalize.normalize_paths` with the trials run by ``map_fn``.
 
     Writes the same documents; returns the same :class:`~retrieval_lib.normalize.
-    NormalizeReport`.
+    NormalizeReport`. ``on_run_done(run, events_dir, documents)`` is called as each
+    run's last trial is back.
     """
-    from retrieval_lib.normalize import _out_root, normalize_paths
-
-    def mapper(fn: Callable[[Any], Any], jobs: Sequence[Any], on_done: Any = None) -> list[Any]:
-        return map_fn(fn, jobs, on_done=on_done, on_error=_failed_output)
-
-    report = normalize_paths(paths, tasks_root, out=out, progress=progress, map_fn=mapper)
-    remove_orphaned_temporaries(_out_root(Path(run), out) for run in report.runs)
+    report = _normalize(paths, tasks_root, map_fn, out, progress, on_run_done)
+    _remove_temporaries(report, out)
     return report
+
+
+def _normalize(
+    paths: Iterable[str | Path],
+    tasks_root: str | Path | None,
+    map_fn: DaskMapper,
+    out: str | Path | None,
+    progress: bool,
+    on_run_done: Callable[[str, Path, int], Any] | None,
+) -> Any:
+    from retrieval_lib.normalize import normalize_paths
+
+    def mapper(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        return map_fn.imap_unordered(fn, jobs, on_error=_failed_output)
+
+    return normalize_paths(
+        paths, tasks_root, out=out, progress=progress, map_fn=mapper, on_run_done=on_run_done
+    )
+
+
+def _remove_temporaries(report: Any, out: str | Path | None) -> None:
+    from retrieval_lib.normalize import _out_root
+
+    remove_orphaned_temporaries(_out_root(Path(run), out) for run in report.runs)
+
+
+def normalize_and_evaluate_dask(
+    paths: Iterable[str | Path],
+    tasks_root: str | Path | None,
+    k: Sequence[int],
+    *,
+    map_fn: DaskMapper,
+    out: str | Path | None = None,
+) -> tuple[Any, dict[Path, RunEvaluation | Exception]]:
+    """Normalise the runs and evaluate each one as soon as its last trial is back.
+
+    Returns the :class:`~retrieval_lib.normalize.NormalizeReport` and, per run folder
+    that got documents, its :class:`RunEvaluation` or the error that stopped it. The
+    files are those of :func:`normalize_dask` followed by :func:`evaluate_runs_dask`;
+    only the barrier between the two is gone, so the cluster never waits for the
+    slowest run of the normalisation before evaluating the others.
+    """
+    from retrieval_lib.errors import InputError
+    from retrieval_lib.metrics.stages import normalize_k
+
+    ks = normalize_k(k)
+    size = _evaluate_batch_size(map_fn)
+    in_flight: dict[Path, Any] = {}
+    large: dict[Path, Path] = {}
+    results: dict[Path, RunEvaluation | Exception] = {}
+
+    def collect(future: Any, run: Path) -> None:
+        outcome = future.result()
+        future.release()
+        results[run] = InputError(outcome) if isinstance(outcome, str) else outcome
+
+    def run_done(run: str, out_root: Path, documents: int) -> None:
+        for finished in [r for r, f in in_flight.items() if f.done()]:
+            collect(in_flight.pop(finished), finished)
+        if documents == 0:
+            return
+        if documents <= size:
+            events_dir = out_root.resolve()
+            in_flight[Path(run)] = map_fn.client.submit(_evaluate_whole, events_dir, ks, pure=False)
+        else:
+            large[Path(run)] = out_root
+
+    try:
+        report = _normalize(paths, tasks_root, map_fn, out, False, run_done)
+        for run in list(in_flight):
+            collect(in_flight.pop(run), run)
+        evaluated = evaluate_runs_dask(list(large.values()), ks, map_fn=map_fn)
+        results.update(zip(large, evaluated, strict=True))
+    finally:
+        for future in in_flight.values():
+            future.cancel()
+    # only now: evaluation tasks write temporary files of their own until they end
+    _remove_temporaries(report, out)
+    return report, results
 
 
 @dataclass
 class RunEvaluation:
-    """What evaluating one events folder on the cluster wrote (small; no records)."""
+    """What evaluating one events folder on the cluster wrote (small: counts and the
+    three run-level paths, no records)."""
 
     events_dir: Path
     documents: int
     computable: int
-    metrics_paths: list[Path]
+    metrics_files: int
     summary_path: Path
     table_path: Path
     failures: list[tuple[Path, str]]
     seconds: float = 0.0
+
+    @classmethod
+    def of(cls, result: Any) -> RunEvaluation:
+        """The small part of an :class:`~retrieval_lib.metrics.summary.EvaluateResult`."""
+        return cls(
+            events_dir=result.events_dir,
+            documents=result.documents,
+            computable=result.computable,
+            metrics_files=result.metrics_files,
+            summary_path=result.summary_path,
+            table_path=result.table_path,
+            failures=result.failures,
+            seconds=result.seconds,
+        )
+
+
+def _evaluate_whole(events_dir: Path, ks: Sequence[int]) -> RunEvaluation | str:
+    """On a worker: evaluate a whole (small) run, as one process does; the reason it
+    failed if it did."""
+    from retrieval_lib.errors import RetrievalLibError
+    from retrieval_lib.metrics.summary import evaluate_run
+
+    try:
+        return RunEvaluation.of(evaluate_run(events_dir, k=ks))
+    except RetrievalLibError as exc:
+        return str(exc)
 
 
 def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> RunEvaluation:
@@ -349,16 +502,28 @@ def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> 
     from retrieval_lib.metrics.summary import write_run_outputs
 
     outcomes = [outcome for part in parts for outcome in part]
-    result = write_run_outputs(events_dir, doc_paths, outcomes)
-    return RunEvaluation(
-        events_dir=result.events_dir,
-        documents=result.documents,
-        computable=result.computable,
-        metrics_paths=result.metrics_paths,
-        summary_path=result.summary_path,
-        table_path=result.table_path,
-        failures=result.failures,
-    )
+    return RunEvaluation.of(write_run_outputs(events_dir, doc_paths, outcomes))
+
+
+def _run_documents(path: str | Path) -> tuple[Path, list[Path]]:
+    """The absolute events folder of ``path`` and its documents (workers may run in
+    another working directory)."""
+    from retrieval_lib.errors import InputError
+    from retrieval_lib.events.document import find_documents
+    from retrieval_lib.metrics.stages import EVENTS_SUFFIX
+    from retrieval_lib.metrics.summary import _events_dir
+
+    events_dir = _events_dir(Path(path)).resolve()
+    doc_paths = find_documents([events_dir])
+    if not doc_paths:
+        raise InputError(
+            f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
+        )
+    return events_dir, doc_paths
+
+
+def _evaluate_batch_size(map_fn: DaskMapper) -> int:
+    return map_fn.batch_size or EVALUATE_BATCH
 
 
 def evaluate_dask(
@@ -370,76 +535,148 @@ def evaluate_dask(
 ) -> RunEvaluation:
     """:func:`~retrieval_lib.metrics.summary.evaluate_run` on the cluster of ``map_fn``.
 
-    Each task evaluates a batch of documents and writes their metrics files; their
+    A run of at most the batch size's documents is one task; a larger one is split:
+    each task evaluates a batch of documents and writes their metrics files, and their
     summary records go, worker to worker, to one last task that writes the run summary
     and the metrics table. The driver receives only the returned :class:`RunEvaluation`.
     """
-    import time
-
     from retrieval_lib.errors import InputError
-    from retrieval_lib.events.document import find_documents
-    from retrieval_lib.metrics.stages import EVENTS_SUFFIX, normalize_k
-    from retrieval_lib.metrics.summary import _events_dir, evaluate_document_files
+    from retrieval_lib.metrics.stages import normalize_k
 
     started = time.perf_counter()
-    # absolute: the workers may run elsewhere, in another working directory
-    events_dir = _events_dir(Path(path)).resolve()
-    doc_paths = find_documents([events_dir])
-    if not doc_paths:
-        raise InputError(
-            f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
-        )
-    # a batch of documents goes through the metrics kernel in one call, as in one process
-    fn = functools.partial(evaluate_document_files, ks=normalize_k(k))
-    futures, spans = map_fn.submit(fn, doc_paths, batched=True, batch_size=EVALUATE_BATCH)
-    try:
-        errors = map_fn.follow(futures, spans, on_done)
-        parts = [
-            [_failed_evaluation(p, errors[i]) for p in doc_paths[a:b]] if i in errors else future
-            for i, (future, (a, b)) in enumerate(zip(futures, spans, strict=True))
-        ]
-        finish = map_fn.client.submit(_write_outputs, events_dir, doc_paths, *parts, pure=False)
-        result: RunEvaluation = finish.result()
-    finally:
-        for future in futures:
-            future.release()
+    events_dir, doc_paths = _run_documents(path)
+    ks = normalize_k(k)
+    size = _evaluate_batch_size(map_fn)
+    if len(doc_paths) <= size:
+        map_fn.last_tasks = 1
+        whole = map_fn.client.submit(_evaluate_whole, events_dir, ks, pure=False)
+        try:
+            result = whole.result()
+        finally:
+            whole.release()
+        if isinstance(result, str):
+            raise InputError(result)
+        if on_done is not None:
+            on_done(len(doc_paths))
+    else:
+        result = _evaluate_split(events_dir, doc_paths, ks, map_fn, size, on_done)
     remove_orphaned_temporaries([result.events_dir])
     result.seconds = time.perf_counter() - started
     return result
 
 
-#: Runs whose documents are in flight at once in :func:`evaluate_runs_dask`.
+def _evaluate_split(
+    events_dir: Path,
+    doc_paths: list[Path],
+    ks: Sequence[int],
+    map_fn: DaskMapper,
+    size: int,
+    on_done: Callable[[int], Any] | None,
+) -> RunEvaluation:
+    from distributed import as_completed
+
+    from retrieval_lib.metrics.summary import evaluate_document_files
+
+    spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
+    map_fn.last_tasks = len(spans)
+    fn = functools.partial(evaluate_document_files, ks=ks)
+    futures = [map_fn.client.submit(fn, doc_paths[a:b], pure=False) for a, b in spans]
+    try:
+        span_of = {future.key: span for future, span in zip(futures, spans, strict=True)}
+        errors: dict[str, BaseException] = {}
+        for future in as_completed(futures):
+            if future.status == "error":
+                errors[future.key] = future.exception()
+            if on_done is not None:
+                a, b = span_of[future.key]
+                on_done(b - a)
+        # the records stay on the workers: the failed batches are replaced in the driver
+        parts = [
+            [_failed_evaluation(p, errors[f.key]) for p in doc_paths[a:b]] if f.key in errors else f
+            for f, (a, b) in zip(futures, spans, strict=True)
+        ]
+        finish = map_fn.client.submit(_write_outputs, events_dir, doc_paths, *parts, pure=False)
+        result: RunEvaluation = finish.result()
+        finish.release()
+    finally:
+        for future in futures:
+            future.release()
+    return result
+
+
+#: Large runs (split in several tasks) evaluated at once by :func:`evaluate_runs_dask`.
 CONCURRENT_RUNS = 4
 
 
 def evaluate_runs_dask(
     paths: Sequence[str | Path], k: Sequence[int], *, map_fn: DaskMapper
 ) -> Iterator[Any]:
-    """:func:`evaluate_dask` of every path, a few runs at a time so the cluster stays busy
-    between runs; yields each path's result (or the ``RetrievalLibError`` it raised), in
-    order.
+    """:func:`evaluate_dask` of every path; yields each path's :class:`RunEvaluation`
+    (or the ``RetrievalLibError`` it raised), in the order of ``paths``.
 
-    Each run's summary and table are still made from that run's records alone, so the
-    files are those :func:`~retrieval_lib.metrics.summary.evaluate_run` writes.
+    Small runs go through the mapper's window, one task each; large ones (more documents
+    than a batch) are split, a few at a time. Each run's summary and table are made from
+    that run's records alone, so the files are those
+    :func:`~retrieval_lib.metrics.summary.evaluate_run` writes.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from retrieval_lib.errors import RetrievalLibError
+    from retrieval_lib.errors import InputError, RetrievalLibError
+    from retrieval_lib.metrics.stages import normalize_k
 
-    def one(path: str | Path) -> Any:
+    ks = normalize_k(k)
+    size = _evaluate_batch_size(map_fn)
+    bar = _progress_bar(None, "document") if map_fn.progress else None
+    update = bar.update if bar is not None else None
+    paths = list(paths)
+    small: list[tuple[int, Path, int]] = []
+    large: list[int] = []
+    ready: dict[int, Any] = {}
+    for i, path in enumerate(paths):
         try:
-            return evaluate_dask(path, k, map_fn=map_fn, on_done=bar.update if bar else None)
+            events_dir, docs = _run_documents(path)
+        except RetrievalLibError as exc:
+            ready[i] = exc
+            continue
+        if len(docs) <= size:
+            small.append((i, events_dir, len(docs)))
+        else:
+            large.append(i)
+
+    def split(i: int) -> Any:
+        try:
+            return evaluate_dask(paths[i], ks, map_fn=map_fn, on_done=update)
         except RetrievalLibError as exc:
             return exc
 
-    paths = list(paths)
-    bar = _progress_bar(None, "document") if map_fn.progress else None
+    def whole(item: tuple[int, Path, int]) -> Any:
+        return _evaluate_whole(item[1], ks)
+
+    def failed(item: tuple[int, Path, int], exc: BaseException) -> str:
+        return f"dask task failed: {type(exc).__name__}: {exc}"
+
+    next_out = 0
     try:
-        if len(paths) <= 1:
-            yield from map(one, paths)
-            return
-        with ThreadPoolExecutor(max_workers=min(CONCURRENT_RUNS, len(paths))) as pool:
-            yield from pool.map(one, paths)
+        with ThreadPoolExecutor(max_workers=CONCURRENT_RUNS) as pool:
+            pending = {i: pool.submit(split, i) for i in large}
+            # a separate mapper: the large runs' threads set their own last_tasks
+            runner = DaskMapper(map_fn.client, batch_size=1, window=map_fn.window)
+            for item, result in runner.imap_unordered(whole, small, on_error=failed):
+                if isinstance(result, str):
+                    ready[item[0]] = InputError(result)
+                else:
+                    remove_orphaned_temporaries([result.events_dir])
+                    ready[item[0]] = result
+                if update is not None:
+                    update(item[2])
+                while next_out < len(paths) and next_out in ready:
+                    yield ready.pop(next_out)
+                    next_out += 1
+            for i, future in pending.items():
+                ready[i] = future.result()
+            while next_out < len(paths):
+                yield ready.pop(next_out)
+                next_out += 1
     finally:
         if bar is not None:
             bar.close()

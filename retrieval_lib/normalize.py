@@ -25,8 +25,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,49 +98,51 @@ class TrialOutput:
 
 @dataclass
 class NormalizeReport:
-    """Summary of a normalisation over one or more runs."""
+    """Summary of a normalisation over one or more runs.
+
+    Counts only, plus the trials that failed: what the report holds does not grow with
+    the number of trials that succeeded (a run of 100,000 trials is summarised in a few
+    hundred bytes). Add each :class:`TrialOutput` with :meth:`add`.
+    """
 
     runs: list[str] = field(default_factory=list)
-    outputs: list[TrialOutput] = field(default_factory=list)
     seconds: float = 0.0
     #: Documents of an earlier pass that no longer correspond to a trial, deleted.
     removed_stale: int = 0
+    trials: int = 0
+    #: Trials that produced a document (every trial that did not fail).
+    documents: int = 0
+    events: int = 0
+    trace_bytes: int = 0
+    #: Documents in degraded mode: no usable trace.
+    degraded: int = 0
+    #: Documents of tasks without file-level ground truth (counted apart from degraded).
+    without_ground_truth: int = 0
+    #: Documents whose coverage lists any gap (``degraded_reason`` set).
+    with_gaps: int = 0
+    #: The trials that failed (no document), sorted by trial folder once the pass ends.
+    failures: list[TrialOutput] = field(default_factory=list)
+    #: Documents written per run folder (as given in :attr:`runs`).
+    documents_by_run: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def trials(self) -> int:
-        return len(self.outputs)
-
-    @property
-    def events(self) -> int:
-        return sum(o.n_events for o in self.outputs)
-
-    @property
-    def documents(self) -> int:
-        """Trials that produced a document (every trial that did not fail)."""
-        return sum(1 for o in self.outputs if not o.error)
-
-    @property
-    def degraded(self) -> int:
-        """Documents in degraded mode: no usable trace."""
-        return sum(1 for o in self.outputs if not o.error and o.no_trace)
-
-    @property
-    def without_ground_truth(self) -> int:
-        """Documents of tasks without file-level ground truth (counted apart from degraded)."""
-        return sum(1 for o in self.outputs if not o.error and o.no_ground_truth)
-
-    @property
-    def with_gaps(self) -> int:
-        """Documents whose coverage lists any gap (``degraded_reason`` set)."""
-        return sum(1 for o in self.outputs if not o.error and o.degraded_reason)
+    def add(self, output: TrialOutput, run: str | None = None) -> None:
+        """Count one trial's output (``run``: the run folder it belongs to)."""
+        self.trials += 1
+        if output.error:
+            self.failures.append(output)
+            return
+        self.documents += 1
+        self.events += output.n_events
+        self.trace_bytes += output.trace_bytes
+        self.degraded += bool(output.no_trace)
+        self.without_ground_truth += bool(output.no_ground_truth)
+        self.with_gaps += bool(output.degraded_reason)
+        if run is not None:
+            self.documents_by_run[run] = self.documents_by_run.get(run, 0) + 1
 
     @property
     def failed(self) -> int:
-        return sum(1 for o in self.outputs if o.error)
-
-    @property
-    def trace_bytes(self) -> int:
-        return sum(o.trace_bytes for o in self.outputs)
+        return len(self.failures)
 
     def counts_line(self) -> str:
         """The trial counts, e.g. ``6 trials: 6 documents (1 degraded: no trace; 1 without
@@ -541,14 +542,21 @@ def normalize_paths(
     out: str | Path | None = None,
     workers: int = 1,
     progress: bool = False,
-    map_fn: Callable[..., Iterable[TrialOutput]] | None = None,
+    map_fn: Callable[..., Iterable[tuple[Any, TrialOutput]]] | None = None,
+    on_run_done: Callable[[str, Path, int], Any] | None = None,
 ) -> NormalizeReport:
     """Normalise every run found under ``paths`` (run folders or folders of runs).
 
-    ``map_fn(fn, jobs, on_done)``, when given, runs the trials instead of ``workers``
-    processes: it returns ``fn(job)`` for every job, in order, and calls ``on_done(n)``
-    (or not, when ``None``) as ``n`` more are done (e.g. on a Dask cluster, see
-    :mod:`retrieval_lib.distributed`).
+    Runs are planned one at a time (their ``result.json`` files read) as the workers
+    need trials, and each run's stale documents are removed as soon as its last trial is
+    back, so memory holds the trials in flight and the report's counts, not every trial.
+
+    ``map_fn(fn, jobs)``, when given, runs the trials instead of ``workers`` processes:
+    it draws jobs from the iterator ``jobs`` as it needs them and yields ``(job,
+    fn(job))`` for each, in any order (e.g. on a Dask cluster, see
+    :mod:`retrieval_lib.distributed`). ``on_run_done(run, out_root, documents)`` is
+    called as each run is complete (its stale documents removed), e.g. to evaluate it
+    while the next runs are normalised.
     """
     start = time.perf_counter()
     if tasks_root is not None and not Path(tasks_root).is_dir():
@@ -562,40 +570,80 @@ def normalize_paths(
         _refuse_colliding_run_ids(runs)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
-    jobs: list[tuple[Any, ...]] = []
-    out_roots: list[Path] = []
-    for run_dir in runs:
-        out_root = _out_root(run_dir, out)
-        out_roots.append(out_root)
-        for trial, result, is_latest, n, suffix in _plan(discover_trials(run_dir)):
-            jobs.append((trial, result, root, str(out_root), is_latest, n, suffix))
 
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(jobs), unit="trial", file=sys.stderr, leave=False)
+        bar = tqdm(total=0, unit="trial", file=sys.stderr, leave=False)
+    tracker = _RunTracker(report, bar, on_run_done)
+    jobs = tracker.jobs(runs, root, out)
     try:
         if map_fn is not None:
-            report.outputs.extend(map_fn(_normalize_star, jobs, bar.update if bar else None))
-        elif workers > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for output in pool.map(_normalize_star, jobs, chunksize=8):
-                    report.outputs.append(output)
-                    if bar is not None:
-                        bar.update()
+            done = map_fn(_normalize_star, jobs)
         else:
-            for job in jobs:
-                report.outputs.append(_normalize_star(job))
-                if bar is not None:
-                    bar.update()
+            from retrieval_lib.parallel import imap_unordered
+
+            done = imap_unordered(_normalize_star, jobs, workers=workers)
+        for job, output in done:
+            tracker.done(job, output)
     finally:
         if bar is not None:
             bar.close()
-    written = {Path(o.path).resolve() for o in report.outputs if o.path}
-    report.removed_stale = _remove_stale_documents(out_roots, written)
+    report.failures.sort(key=lambda o: o.trial_dir)
     report.seconds = time.perf_counter() - start
     return report
+
+
+class _RunTracker:
+    """Plans the runs lazily into jobs and, as outputs come back, counts them and
+    removes a run's stale documents once its last trial is done."""
+
+    def __init__(
+        self,
+        report: NormalizeReport,
+        bar: Any = None,
+        on_run_done: Callable[[str, Path, int], Any] | None = None,
+    ):
+        self.report = report
+        self.bar = bar
+        self.on_run_done = on_run_done
+        # per output root (one per run): run folder, trials not back yet, paths written
+        self.open: dict[str, tuple[str, list[int], set[Path]]] = {}
+
+    def jobs(
+        self, runs: Sequence[Path], tasks_root: str | None, out: str | Path | None
+    ) -> Iterator[tuple[Any, ...]]:
+        for run_dir in runs:
+            out_root = _out_root(run_dir, out)
+            plan = _plan(discover_trials(run_dir))
+            key = str(out_root)
+            self.open[key] = (str(run_dir), [len(plan)], set())
+            if self.bar is not None:
+                self.bar.total += len(plan)
+                self.bar.refresh()
+            if not plan:
+                self._close(key)
+            for trial, result, is_latest, n, suffix in plan:
+                yield (trial, result, tasks_root, key, is_latest, n, suffix)
+
+    def done(self, job: tuple[Any, ...], output: TrialOutput) -> None:
+        key = job[3]
+        run, remaining, written = self.open[key]
+        self.report.add(output, run)
+        if output.path:
+            written.add(Path(output.path).resolve())
+        remaining[0] -= 1
+        if self.bar is not None:
+            self.bar.update()
+        if remaining[0] == 0:
+            self._close(key)
+
+    def _close(self, key: str) -> None:
+        run, _, written = self.open.pop(key)
+        self.report.removed_stale += _remove_stale_documents([Path(key)], written)
+        if self.on_run_done is not None:
+            self.on_run_done(run, Path(key), self.report.documents_by_run.get(run, 0))
 
 
 def _refuse_colliding_run_ids(runs: Sequence[Path]) -> None:

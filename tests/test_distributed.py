@@ -94,8 +94,8 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
     assert report.trials == report.documents == mapper.last_tasks > 20
     assert report.failed == 0
     assert report.trials == len(list((tmp_path / "single").rglob("*.retrieval_events.json")))
-    # what came back to the driver is small: counts and a path, not the document
-    assert max(len(pickle.dumps(o)) for o in report.outputs) < 2_000
+    # what the driver keeps is counts, not one record per trial
+    assert len(pickle.dumps(report)) < 2_000
 
     mapper = DaskMapper(client, batch_size=3)
     for run in sorted((tmp_path / "dask").iterdir()):

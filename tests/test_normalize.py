@@ -300,7 +300,7 @@ def test_an_unexpected_error_in_one_trial_is_recorded_and_the_run_goes_on(tmp_pa
     monkeypatch.setattr(normalize_module, "build_document", flaky)
     report = normalize_paths([run], None, out=tmp_path / "out")
     assert (report.trials, report.failed) == (2, 1)
-    failed = next(o for o in report.outputs if o.error)
+    (failed,) = report.failures
     assert failed.task_name == "bad" and failed.error == "RuntimeError: boom"
     assert [p.name for p in find_documents([tmp_path / "out"])] == ["ok.retrieval_events.json"]
 

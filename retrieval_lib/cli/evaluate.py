@@ -55,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Evaluate every root; one that fails is reported and the others still run."""
+    from retrieval_lib.errors import RetrievalLibError
     from retrieval_lib.metrics.summary import find_events_roots
 
     roots = find_events_roots(args.paths)
@@ -63,15 +65,24 @@ def run(args: argparse.Namespace) -> int:
         if map_fn is not None:
             from retrieval_lib.distributed import evaluate_runs_dask
 
-            for result in evaluate_runs_dask(roots, args.k, map_fn=map_fn):
-                if isinstance(result, Exception):
-                    raise result
-                failed += _print_result(result)
+            results: Any = evaluate_runs_dask(roots, args.k, map_fn=map_fn)
         else:
             from retrieval_lib.metrics.summary import evaluate_run
 
-            for root in roots:
-                failed += _print_result(evaluate_run(root, k=args.k))
+            def each() -> Any:
+                for root in roots:
+                    try:
+                        yield evaluate_run(root, k=args.k)
+                    except RetrievalLibError as exc:
+                        yield exc
+
+            results = each()
+        for result in results:
+            if isinstance(result, RetrievalLibError):
+                print(f"retrieval-lib evaluate: error: {result}", file=sys.stderr)
+                failed += 1
+            else:
+                failed += _print_result(result)
     return 1 if failed else 0
 
 
@@ -81,7 +92,7 @@ def _print_result(result: Any) -> int:
         f"{result.events_dir}: {result.documents} documents, {result.computable} "
         f"computable, {len(result.failures)} invalid, {result.seconds:.2f} s"
     )
-    print(f"  wrote {len(result.metrics_paths)} metrics files beside the event documents")
+    print(f"  wrote {result.metrics_files} metrics files beside the event documents")
     print(f"  wrote {result.summary_path}")
     print(f"  wrote {result.table_path}")
     for path, message in result.failures:

@@ -58,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
                 args.paths, args.tasks_root, out=args.out, workers=workers, progress=progress
             )
     if not args.quiet:
-        for output in report.outputs:
-            if output.error:
-                print(f"failed: {output.trial_dir}: {output.error}", file=sys.stderr)
+        for output in report.failures:
+            print(f"failed: {output.trial_dir}: {output.error}", file=sys.stderr)
     print(report.summary_line())
     return 1 if report.failed else 0

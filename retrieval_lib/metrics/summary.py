@@ -397,6 +397,11 @@ class EvaluateResult:
         return len(self.records)
 
     @property
+    def metrics_files(self) -> int:
+        """Number of metrics files written beside the documents."""
+        return len(self.metrics_paths)
+
+    @property
     def computable(self) -> int:
         """Number of documents with computable file-level metrics."""
         return sum(1 for r in self.records if r["computable"])

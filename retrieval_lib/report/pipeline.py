@@ -154,11 +154,7 @@ def example_run(out_dir: str | Path | None = None) -> Path:
     source = bundled_examples()
     runs, tasks = source if source is not None else prepare_example_runs(out / "example_data")
     norm = normalize_paths([runs], tasks, out=out / "runs")
-    counts: dict[str, int] = {}
-    for output in norm.outputs:
-        if output.path is not None:
-            name = Path(output.path).resolve().relative_to((out / "runs").resolve()).parts[0]
-            counts[name] = counts.get(name, 0) + 1
+    counts = {Path(run).name: n for run, n in norm.documents_by_run.items()}
     if not counts:
         raise InputError("the bundled example produced no event documents")
     best = sorted(counts, key=lambda name: (-counts[name], name))[0]

@@ -300,18 +300,15 @@ def prepare_runs(
         from retrieval_lib.io import atomic_write_json
 
         if map_fn is not None:
-            from retrieval_lib.distributed import normalize_dask
-
-            report = normalize_dask(
-                [run for run, _, _ in stale], _path(tasks_root), out=out_root, map_fn=map_fn
-            )
+            report, outcomes = _prepare_on_cluster(stale, _path(tasks_root), out_root, k, map_fn)
         else:
             report = normalize_paths(
                 [run for run, _, _ in stale], _path(tasks_root), out=out_root, workers=workers
             )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
-        outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers, map_fn)
+        if map_fn is None:
+            outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers)
         for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
             if isinstance(outcome, str):
                 prepared.evaluate_failures.append((run.name, outcome))
@@ -320,8 +317,8 @@ def prepare_runs(
             say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
             failed = [
                 {"trial": os.path.relpath(o.trial_dir, run), "error": o.error}
-                for o in report.outputs
-                if o.error and Path(o.trial_dir).resolve().is_relative_to(run.resolve())
+                for o in report.failures
+                if Path(o.trial_dir).resolve().is_relative_to(run.resolve())
             ]
             atomic_write_json(
                 events_dir / FINGERPRINT_FILENAME,
@@ -340,12 +337,12 @@ def prepare_runs(
     return prepared
 
 
-def _evaluate_one(events_dir: Path, k: Sequence[int], map_fn: Any = None) -> tuple[int, int] | str:
+def _evaluate_one(events_dir: Path, k: Sequence[int]) -> tuple[int, int] | str:
     """Evaluate one run; ``(documents, computable)`` or the reason it failed (picklable)."""
     from retrieval_lib.metrics.summary import evaluate_run
 
     if not events_dir.is_dir():
-        return "no document was written"
+        return NO_DOCUMENT
     try:
         result = evaluate_run(events_dir, k=k)
     except RetrievalLibError as exc:
@@ -353,24 +350,40 @@ def _evaluate_one(events_dir: Path, k: Sequence[int], map_fn: Any = None) -> tup
     return result.documents, result.computable
 
 
-def _evaluate_all(
-    events_dirs: Sequence[Path], k: Sequence[int], workers: int, map_fn: Any = None
-) -> list[tuple[int, int] | str]:
-    """Evaluate runs, one per worker process when there are several of each (or each
-    run's documents on the Dask cluster of ``map_fn``)."""
-    if map_fn is not None:
-        from retrieval_lib.distributed import evaluate_runs_dask
+#: Why a run that gave no document was not evaluated.
+NO_DOCUMENT = "no document was written"
 
-        present = [d for d in events_dirs if d.is_dir()]
-        done = dict(zip(present, evaluate_runs_dask(present, k, map_fn=map_fn), strict=True))
-        return [
-            "no document was written"
-            if d not in done
-            else str(done[d])
-            if isinstance(done[d], RetrievalLibError)
-            else (done[d].documents, done[d].computable)
-            for d in events_dirs
-        ]
+
+def _prepare_on_cluster(
+    stale: Sequence[tuple[Path, Path, str]],
+    tasks_root: Path | None,
+    out_root: Path | None,
+    k: Sequence[int],
+    map_fn: Any,
+) -> tuple[Any, list[tuple[int, int] | str]]:
+    """Normalise and evaluate the stale runs on the Dask cluster of ``map_fn``, each run
+    evaluated as soon as it is normalised; the outcomes in the order of ``stale``."""
+    from retrieval_lib.distributed import normalize_and_evaluate_dask
+
+    report, results = normalize_and_evaluate_dask(
+        [run for run, _, _ in stale], tasks_root, k, map_fn=map_fn, out=out_root
+    )
+    outcomes: list[tuple[int, int] | str] = []
+    for run, _, _ in stale:
+        result = results.get(run.resolve())
+        if result is None:
+            outcomes.append(NO_DOCUMENT)
+        elif isinstance(result, Exception):
+            outcomes.append(str(result))
+        else:
+            outcomes.append((result.documents, result.computable))
+    return report, outcomes
+
+
+def _evaluate_all(
+    events_dirs: Sequence[Path], k: Sequence[int], workers: int
+) -> list[tuple[int, int] | str]:
+    """Evaluate runs, one per worker process when there are several of each."""
     if workers > 1 and len(events_dirs) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
