@@ -609,7 +609,7 @@ class _RunTracker:
         self.bar = bar
         self.on_run_done = on_run_done
         # per output root (one per run): run folder, trials not back yet, paths written
-        self.open: dict[str, tuple[str, list[int], set[Path]]] = {}
+        self.open: dict[str, tuple[str, list[int], set[str]]] = {}
 
     def jobs(
         self, runs: Sequence[Path], tasks_root: str | None, out: str | Path | None
@@ -632,7 +632,7 @@ class _RunTracker:
         run, remaining, written = self.open[key]
         self.report.add(output, run)
         if output.path:
-            written.add(Path(output.path).resolve())
+            written.add(output.path)  # resolved already (document_path)
         remaining[0] -= 1
         if self.bar is not None:
             self.bar.update()
@@ -661,19 +661,21 @@ def _refuse_colliding_run_ids(runs: Sequence[Path]) -> None:
         )
 
 
-def _remove_stale_documents(out_roots: Sequence[Path], written: set[Path]) -> int:
+def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int:
     """Delete documents (and their metrics files) a previous pass left in our output folders.
 
     A (task, config) pair that gained a trial is written as ``<task>__<id>`` files; the old
     ``<task>`` file would otherwise be counted as one more trial. Only files with our
-    suffixes inside ``retrieval_events/`` output roots are touched.
+    suffixes inside ``retrieval_events/`` output roots are touched. ``written`` holds the
+    resolved paths of this pass's documents (:func:`document_path` resolves; no folder
+    below a root may be a link, so resolving the root resolves every path found in it).
     """
     removed = 0
     for root in out_roots:
         if not root.is_dir():
             continue
-        for path in root.rglob("*" + DOCUMENT_SUFFIX):
-            if path.resolve() in written:
+        for path in root.resolve().rglob("*" + DOCUMENT_SUFFIX):
+            if str(path) in written:
                 continue
             metrics = path.with_name(path.name[: -len(DOCUMENT_SUFFIX)] + METRICS_SUFFIX)
             path.unlink(missing_ok=True)
