@@ -183,6 +183,23 @@ def test_a_failing_task_is_reported_and_the_others_finish(client):
         mapper(_explode, [3])
 
 
+def test_items_are_drawn_only_as_the_window_frees(client):
+    drawn = []
+
+    def items():
+        for i in range(40):
+            drawn.append(i)
+            yield i
+
+    mapper = DaskMapper(client, batch_size=2, window=3)
+    stream = mapper.imap_unordered(_explode, items(), on_error=lambda item, exc: None)
+    next(stream)
+    # three tasks of two were in flight, the first came back and one more was sent
+    assert len(drawn) == 8
+    rest = list(stream)
+    assert len(rest) == 39 and len(drawn) == 40 and mapper.last_tasks == 20
+
+
 def test_orphaned_temporary_files_are_removed(tmp_path):
     from retrieval_lib.distributed import remove_orphaned_temporaries
 

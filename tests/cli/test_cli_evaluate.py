@@ -250,3 +250,29 @@ def test_corpus_without_ground_truth_is_not_computable(corpus_out: Path) -> None
     assert table.loc[
         table["config_name"] == "baseline-local-direct", "file.RR"
     ].dropna().item() == (pytest.approx(1 / 21))
+
+
+def _run_with_only_a_broken_document(root: Path) -> Path:
+    folder = root / "retrieval_events" / "baseline"
+    folder.mkdir(parents=True)
+    (folder / "bad.retrieval_events.json").write_text("{not json")
+    return root
+
+
+@pytest.mark.parametrize("cluster", [[], ["--dask-workers", "1"]], ids=["local", "dask"])
+def test_a_failing_run_is_reported_and_the_others_are_evaluated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cluster: list[str]
+) -> None:
+    if cluster:
+        pytest.importorskip("distributed")
+    # a (fine), b (nothing loadable), c (fine): b must not stop c
+    _make_run(tmp_path / "runs" / "a")
+    _run_with_only_a_broken_document(tmp_path / "runs" / "b")
+    _make_run(tmp_path / "runs" / "c")
+    assert main(["evaluate", str(tmp_path / "runs"), *cluster]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("2 documents, 1 computable, 0 invalid") == 2
+    assert "none of the 1 documents" in captured.err and "Traceback" not in captured.err
+    for name, evaluated in (("a", True), ("b", False), ("c", True)):
+        summary = tmp_path / "runs" / name / "retrieval_events" / "run_retrieval_summary.json"
+        assert summary.is_file() is evaluated
