@@ -200,6 +200,19 @@ def test_items_are_drawn_only_as_the_window_frees(client):
     assert len(rest) == 39 and len(drawn) == 40 and mapper.last_tasks == 20
 
 
+def _profiler_enabled() -> bool:
+    import dask
+
+    return dask.config.get("distributed.worker.profile.enabled")
+
+
+def test_a_local_cluster_of_ours_runs_its_workers_without_the_profiler():
+    from retrieval_lib.distributed import DaskSpec, dask_client
+
+    with dask_client(DaskSpec(workers=1)) as started:
+        assert list(started.run(_profiler_enabled).values()) == [False]
+
+
 def test_orphaned_temporary_files_are_removed(tmp_path):
     from retrieval_lib.distributed import remove_orphaned_temporaries
 

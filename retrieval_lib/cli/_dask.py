@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dask-batch",
         type=positive_int,
         metavar="N",
-        help="trials per Dask task (default: at most 32, at least 4 tasks per worker)",
+        help="trials per Dask task (default: 32); for evaluate, documents per task "
+        "(default: 128; a run of at most that many documents is one task)",
     )
 
 
