@@ -3,8 +3,9 @@
 The reference is always the single-process path run in the same test: every file it
 writes must come out byte for byte the same through the cluster. The cluster tests use a
 LocalCluster of two worker processes on 127.0.0.1 started by a module fixture; the fault
-test starts ``dask scheduler`` and two ``dask worker`` processes itself and kills one
-with SIGKILL while ``retrieval-lib normalize --scheduler`` runs.
+test starts ``dask scheduler`` and two ``dask worker`` processes itself and kills a
+worker with SIGKILL while ``retrieval-lib normalize --scheduler`` runs, then (a third
+worker having joined) another while ``retrieval-lib evaluate --scheduler`` runs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -258,10 +260,30 @@ def _dask(*args: str, log: Path) -> subprocess.Popen:
     )
 
 
+def _worker(address: str, name: str, folder: Path) -> subprocess.Popen:
+    """A ``dask worker`` of one thread without a nanny (so a killed worker stays dead)."""
+    return _dask(
+        "worker",
+        address,
+        "--name",
+        name,
+        "--nthreads",
+        "1",
+        "--no-nanny",
+        "--host",
+        "127.0.0.1",
+        "--no-dashboard",
+        "--local-directory",
+        str(folder / name),
+        log=folder / f"{name}.log",
+    )
+
+
 @pytest.fixture
 def cluster_processes(tmp_path):
     """``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker
-    stays dead) on 127.0.0.1, free ports; all stopped at the end."""
+    stays dead) on 127.0.0.1, free ports; all stopped at the end, including workers the
+    test adds to the dict it gets."""
     scheduler_file = tmp_path / "scheduler.json"
     procs: dict[str, subprocess.Popen] = {}
     try:
@@ -284,21 +306,7 @@ def cluster_processes(tmp_path):
         address = json.loads(scheduler_file.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
         for name in ("w0", "w1"):
-            procs[name] = _dask(
-                "worker",
-                address,
-                "--name",
-                name,
-                "--nthreads",
-                "1",
-                "--no-nanny",
-                "--host",
-                "127.0.0.1",
-                "--no-dashboard",
-                "--local-directory",
-                str(tmp_path / name),
-                log=tmp_path / f"{name}.log",
-            )
+            procs[name] = _worker(address, name, tmp_path)
         yield address, procs
     finally:
         # workers first (a worker whose scheduler is gone keeps trying to reconnect)
@@ -312,53 +320,106 @@ def cluster_processes(tmp_path):
                 proc.wait()
 
 
+def _worker_names(watcher) -> dict[str, str]:
+    """Address -> name of every worker the scheduler knows now."""
+    return {a: w["name"] for a, w in watcher.scheduler_info()["workers"].items()}
+
+
+def _wait_for_worker_names(watcher, names: set[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while set(_worker_names(watcher).values()) != names:
+        assert time.monotonic() < deadline, f"workers {_worker_names(watcher)}, not {names}"
+        time.sleep(0.05)
+
+
+def _kill_a_busy_worker_mid_run(
+    command: list[str], out: Path, pattern: str, at_least: int, watcher, procs
+) -> tuple[str | None, int, subprocess.CompletedProcess]:
+    """Run ``command`` and, once ``at_least`` files matching ``pattern`` are under ``out``
+    while the scheduler shows a worker processing tasks, SIGKILL that worker. Return its
+    name (None if the command ended first), how many such files there were at the kill,
+    and the finished command."""
+    names = _worker_names(watcher)
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim, written = None, 0
+    deadline = time.monotonic() + 120
+    while victim is None and run.poll() is None and time.monotonic() < deadline:
+        written = len(list(out.rglob(pattern))) if out.is_dir() else 0
+        busy = [a for a, keys in watcher.processing().items() if keys]
+        if written >= at_least and busy:
+            victim = names[busy[0]]
+            os.kill(procs[victim].pid, signal.SIGKILL)
+        else:
+            time.sleep(0.02)
+    stdout, stderr = run.communicate(timeout=300)
+    return victim, written, subprocess.CompletedProcess(command, run.returncode, stdout, stderr)
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, cluster_processes):
+    """``normalize --scheduler`` loses a worker mid-run; a third worker joins; then
+    ``evaluate --scheduler --dask-batch 1`` loses one of the two mid-run as well. Every
+    file written (documents, metrics files, run summaries, tables, the partitioned
+    dataset) is the single-process one, byte for byte, and no temporary file is left."""
     from distributed import Client
 
+    from retrieval_lib.events.document import DOCUMENT_SUFFIX, METRICS_SUFFIX
     from retrieval_lib.synth import generate_runs
 
     address, procs = cluster_processes
     data = tmp_path / "data"
-    # traces padded to ~150 KB so each trial takes a few tens of ms
-    generate_runs(data, n_tasks=40, seed=3, transcript_target_bytes=150_000)
+    # traces padded to ~150 KB; six batch-layout runs (and the archived one) so that
+    # evaluating one document per task lasts long enough to be interrupted
+    generate_runs(data, n_tasks=40, seed=3, transcript_target_bytes=150_000, n_runs=6)
     runs, tasks = data / "runs", data / "benchmarks"
-    _reference(runs, tasks, tmp_path / "single")
-    total = len(list((tmp_path / "single").rglob("*.retrieval_events.json")))
+    single = tmp_path / "single"
+    _reference(runs, tasks, single)
+    total = len(list(single.rglob("*" + DOCUMENT_SUFFIX)))
+    metrics_total = len(list(single.rglob("*" + METRICS_SUFFIX)))
+    run_count = len(list(single.iterdir()))
+    assert run_count == 7 and metrics_total == total > 400
 
     out = tmp_path / "dask"
     cli = [sys.executable, "-m", "retrieval_lib"]
     with Client(address, timeout="60s") as watcher:
         watcher.wait_for_workers(2, timeout=60)
-        names = {a: w["name"] for a, w in watcher.scheduler_info()["workers"].items()}
-        run = subprocess.Popen(
+        victim, written_at_kill, done = _kill_a_busy_worker_mid_run(
             [*cli, "normalize", str(runs), "--tasks-root", str(tasks), "--out", str(out)]
             + ["--scheduler", address, "--dask-batch", "1", "--quiet"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            out,
+            "*" + DOCUMENT_SUFFIX,
+            total // 4,
+            watcher,
+            procs,
         )
-        victim = None
-        deadline = time.monotonic() + 120
-        while victim is None and run.poll() is None and time.monotonic() < deadline:
-            written = len(list(out.rglob("*.retrieval_events.json"))) if out.is_dir() else 0
-            busy = [a for a, keys in watcher.processing().items() if keys]
-            if written >= 3 and busy:
-                victim = names[busy[0]]
-                os.kill(procs[victim].pid, signal.SIGKILL)
-                written_at_kill = written
-            else:
-                time.sleep(0.02)
-        stdout, stderr = run.communicate(timeout=300)
-    assert victim is not None, "the run ended before a worker could be killed"
-    assert procs[victim].wait(timeout=10) == -signal.SIGKILL
-    assert written_at_kill < total  # killed in the middle of the run
-    assert run.returncode == 0, stderr
-    assert f"{total} trials: {total} documents" in stdout
+        assert victim is not None, "normalize ended before a worker could be killed"
+        assert procs[victim].wait(timeout=10) == -signal.SIGKILL
+        assert total // 4 <= written_at_kill < total  # killed in the middle of the run
+        assert done.returncode == 0, done.stderr
+        assert f"{total} trials: {total} documents" in done.stdout
 
-    done = subprocess.run(
-        [*cli, "evaluate", str(out), "--scheduler", address], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
+        # a third worker joins, so that two are there again when one is killed
+        procs["w2"] = _worker(address, "w2", tmp_path)
+        survivors = {"w0", "w1", "w2"} - {victim}
+        _wait_for_worker_names(watcher, survivors)
+        second, metrics_at_kill, done = _kill_a_busy_worker_mid_run(
+            [*cli, "evaluate", str(out), "--scheduler", address, "--dask-batch", "1"],
+            out,
+            "*" + METRICS_SUFFIX,
+            metrics_total // 4,
+            watcher,
+            procs,
+        )
+        assert second is not None, "evaluate ended before a worker could be killed"
+        assert procs[second].wait(timeout=10) == -signal.SIGKILL
+        assert second in survivors
+        assert metrics_total // 4 <= metrics_at_kill < metrics_total  # in the middle
+        assert done.returncode == 0, done.stderr
+        # the scheduler lost the victim; the one left did the rest
+        _wait_for_worker_names(watcher, survivors - {second})
+    assert done.stdout.count(" 0 invalid, ") == run_count
+    wrote = [int(n) for n in re.findall(r"wrote (\d+) metrics files", done.stdout)]
+    assert len(wrote) == run_count and sum(wrote) == metrics_total
     # nothing lost, nothing twice, no temporary file left: the same tree, byte for byte
-    _assert_same_tree(tmp_path / "single", out)
+    assert [p for p in out.rglob("*") if p.name.startswith(".")] == []
+    _assert_same_tree(single, out)
