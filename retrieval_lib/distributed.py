@@ -326,10 +326,14 @@ def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
     """Delete the temporary files (``.<name>.<random>.tmp``) that a worker killed in the
     middle of an atomic write left behind under ``roots``; return how many.
 
+    Those of documents, metrics files, and of a run's summary, table and dataset files
+    (which the last task of a run's evaluation writes) are removed; others are kept.
     Call only when no writer is active under ``roots`` (after the run).
     """
     from retrieval_lib.events.document import DOCUMENT_SUFFIX, METRICS_SUFFIX
+    from retrieval_lib.metrics.summary import DATASET_DIRNAME, SUMMARY_FILENAME, TABLE_BASENAME
 
+    run_files = {SUMMARY_FILENAME, f"{TABLE_BASENAME}.parquet", f"{TABLE_BASENAME}.csv"}
     removed = 0
     for root in roots:
         base = Path(root)
@@ -337,7 +341,12 @@ def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
             continue
         for path in base.rglob(".*.tmp"):
             name = path.name[1:].rsplit(".", 2)[0]
-            if name.endswith((DOCUMENT_SUFFIX, METRICS_SUFFIX)) and path.is_file():
+            ours = (
+                name.endswith((DOCUMENT_SUFFIX, METRICS_SUFFIX))
+                or name in run_files
+                or (path.parent.name == DATASET_DIRNAME and name.endswith(".parquet"))
+            )
+            if ours and path.is_file():
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed

@@ -3,15 +3,18 @@
 The reference is always the single-process path run in the same test: every file it
 writes must come out byte for byte the same through the cluster. The cluster tests use a
 LocalCluster of two worker processes on 127.0.0.1 started by a module fixture; the fault
-test starts ``dask scheduler`` and two ``dask worker`` processes itself and kills one
-with SIGKILL while ``retrieval-lib normalize --scheduler`` runs.
+test starts ``dask scheduler`` and two ``dask worker`` processes itself and kills a
+worker with SIGKILL while ``retrieval-lib normalize --scheduler`` runs, then (a third
+worker having joined) another while ``retrieval-lib evaluate --scheduler`` runs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -216,20 +219,31 @@ def test_a_local_cluster_of_ours_runs_its_workers_without_the_profiler():
 def test_orphaned_temporary_files_are_removed(tmp_path):
     from retrieval_lib.distributed import remove_orphaned_temporaries
 
-    folder = tmp_path / "run" / "retrieval_events" / "baseline"
+    events = tmp_path / "run" / "retrieval_events"
+    folder = events / "baseline"
+    dataset = events / "retrieval_metrics_dataset"
     folder.mkdir(parents=True)
+    dataset.mkdir()
     keep = [
         folder / "t.retrieval_events.json",
         folder / ".notes.txt.abc123.tmp",  # not ours
+        folder / ".t.parquet.abc123.tmp",  # not in the dataset folder
+        dataset / "baseline.parquet",
     ]
     drop = [
         folder / ".t.retrieval_events.json.k2j_9x.tmp",
         folder / ".t.retrieval_metrics.json.0aa1bc.tmp",
+        # the run summary, table and dataset part written by the last task of a run
+        events / ".run_retrieval_summary.json.3qreylsp.tmp",
+        events / ".retrieval_metrics.parquet.icg9u1zv.tmp",
+        events / ".retrieval_metrics.csv.x_1.tmp",
+        dataset / ".baseline-local-direct.parquet.f113h3d4.tmp",
     ]
     for path in keep + drop:
         path.write_text("x")
-    assert remove_orphaned_temporaries([tmp_path / "run", tmp_path / "missing"]) == 2
-    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in keep)
+    assert remove_orphaned_temporaries([tmp_path / "run", tmp_path / "missing"]) == 6
+    left = sorted(p for p in events.rglob("*") if p.is_file())
+    assert left == sorted(keep)
 
 
 def test_without_the_options_dask_is_never_imported(tmp_path):
@@ -288,10 +302,31 @@ def _dask(*args: str, log: Path) -> subprocess.Popen:
     )
 
 
+def _worker(address: str, name: str, folder: Path, *options: str) -> subprocess.Popen:
+    """A ``dask worker`` of one thread without a nanny (so a killed worker stays dead)."""
+    return _dask(
+        "worker",
+        address,
+        "--name",
+        name,
+        "--nthreads",
+        "1",
+        "--no-nanny",
+        "--host",
+        "127.0.0.1",
+        "--no-dashboard",
+        "--local-directory",
+        str(folder / name),
+        *options,
+        log=folder / f"{name}.log",
+    )
+
+
 @pytest.fixture
-def cluster_processes(tmp_path):
-    """``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker
-    stays dead) on 127.0.0.1, free ports; all stopped at the end."""
+def dask_scheduler(tmp_path):
+    """A ``dask scheduler`` process on 127.0.0.1 (free port): its address and a dict of
+    processes holding it. Every process in the dict (the workers and commands the test
+    adds included) is stopped at the end, the last added first."""
     scheduler_file = tmp_path / "scheduler.json"
     procs: dict[str, subprocess.Popen] = {}
     try:
@@ -313,22 +348,6 @@ def cluster_processes(tmp_path):
             time.sleep(0.1)
         address = json.loads(scheduler_file.read_text())["address"]
         assert address.startswith("tcp://127.0.0.1:")
-        for name in ("w0", "w1"):
-            procs[name] = _dask(
-                "worker",
-                address,
-                "--name",
-                name,
-                "--nthreads",
-                "1",
-                "--no-nanny",
-                "--host",
-                "127.0.0.1",
-                "--no-dashboard",
-                "--local-directory",
-                str(tmp_path / name),
-                log=tmp_path / f"{name}.log",
-            )
         yield address, procs
     finally:
         # workers first (a worker whose scheduler is gone keeps trying to reconnect)
@@ -342,53 +361,214 @@ def cluster_processes(tmp_path):
                 proc.wait()
 
 
+@pytest.fixture
+def cluster_processes(dask_scheduler, tmp_path):
+    """``dask scheduler`` and two ``dask worker`` processes (no nanny: a killed worker
+    stays dead) on 127.0.0.1, free ports; all stopped at the end, including workers the
+    test adds to the dict it gets."""
+    address, procs = dask_scheduler
+    for name in ("w0", "w1"):
+        procs[name] = _worker(address, name, tmp_path)
+    return address, procs
+
+
+def _worker_names(watcher) -> dict[str, str]:
+    """Address -> name of every worker the scheduler knows now."""
+    return {a: w["name"] for a, w in watcher.scheduler_info()["workers"].items()}
+
+
+def _wait_for_worker_names(watcher, names: set[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while set(_worker_names(watcher).values()) != names:
+        assert time.monotonic() < deadline, f"workers {_worker_names(watcher)}, not {names}"
+        time.sleep(0.05)
+
+
+def _kill_a_busy_worker_mid_run(
+    command: list[str], out: Path, pattern: str, at_least: int, watcher, procs
+) -> tuple[str | None, int, subprocess.CompletedProcess]:
+    """Run ``command`` and, once ``at_least`` files matching ``pattern`` are under ``out``
+    while the scheduler shows a worker processing tasks, SIGKILL that worker. Return its
+    name (None if the command ended first), how many such files there were at the kill,
+    and the finished command."""
+    names = _worker_names(watcher)
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim, written = None, 0
+    try:
+        deadline = time.monotonic() + 120
+        while victim is None and run.poll() is None and time.monotonic() < deadline:
+            written = len(list(out.rglob(pattern))) if out.is_dir() else 0
+            busy = [a for a, keys in watcher.processing().items() if keys]
+            if written >= at_least and busy:
+                victim = names[busy[0]]
+                os.kill(procs[victim].pid, signal.SIGKILL)
+            else:
+                time.sleep(0.02)
+        stdout, stderr = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:  # the test failed: do not leave the command running
+            run.kill()
+            run.communicate()
+    return victim, written, subprocess.CompletedProcess(command, run.returncode, stdout, stderr)
+
+
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path, cluster_processes):
+    """``normalize --scheduler`` loses a worker mid-run; a third worker joins; then
+    ``evaluate --scheduler --dask-batch 1`` loses one of the two mid-run as well. Every
+    file written (documents, metrics files, run summaries, tables, the partitioned
+    dataset) is the single-process one, byte for byte, and no temporary file is left."""
     from distributed import Client
 
+    from retrieval_lib.events.document import DOCUMENT_SUFFIX, METRICS_SUFFIX
     from retrieval_lib.synth import generate_runs
 
     address, procs = cluster_processes
     data = tmp_path / "data"
-    # traces padded to ~150 KB so each trial takes a few tens of ms
-    generate_runs(data, n_tasks=40, seed=3, transcript_target_bytes=150_000)
+    # traces padded to ~150 KB; six batch-layout runs (and the archived one) so that
+    # evaluating one document per task lasts long enough to be interrupted
+    generate_runs(data, n_tasks=40, seed=3, transcript_target_bytes=150_000, n_runs=6)
     runs, tasks = data / "runs", data / "benchmarks"
-    _reference(runs, tasks, tmp_path / "single")
-    total = len(list((tmp_path / "single").rglob("*.retrieval_events.json")))
+    single = tmp_path / "single"
+    _reference(runs, tasks, single)
+    total = len(list(single.rglob("*" + DOCUMENT_SUFFIX)))
+    metrics_total = len(list(single.rglob("*" + METRICS_SUFFIX)))
+    run_count = len(list(single.iterdir()))
+    assert run_count == 7 and metrics_total == total > 400
 
     out = tmp_path / "dask"
     cli = [sys.executable, "-m", "retrieval_lib"]
     with Client(address, timeout="60s") as watcher:
         watcher.wait_for_workers(2, timeout=60)
-        names = {a: w["name"] for a, w in watcher.scheduler_info()["workers"].items()}
-        run = subprocess.Popen(
+        victim, written_at_kill, done = _kill_a_busy_worker_mid_run(
             [*cli, "normalize", str(runs), "--tasks-root", str(tasks), "--out", str(out)]
             + ["--scheduler", address, "--dask-batch", "1", "--quiet"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            out,
+            "*" + DOCUMENT_SUFFIX,
+            total // 4,
+            watcher,
+            procs,
         )
-        victim = None
-        deadline = time.monotonic() + 120
-        while victim is None and run.poll() is None and time.monotonic() < deadline:
-            written = len(list(out.rglob("*.retrieval_events.json"))) if out.is_dir() else 0
-            busy = [a for a, keys in watcher.processing().items() if keys]
-            if written >= 3 and busy:
-                victim = names[busy[0]]
-                os.kill(procs[victim].pid, signal.SIGKILL)
-                written_at_kill = written
-            else:
-                time.sleep(0.02)
-        stdout, stderr = run.communicate(timeout=300)
-    assert victim is not None, "the run ended before a worker could be killed"
-    assert procs[victim].wait(timeout=10) == -signal.SIGKILL
-    assert written_at_kill < total  # killed in the middle of the run
-    assert run.returncode == 0, stderr
-    assert f"{total} trials: {total} documents" in stdout
+        assert victim is not None, "normalize ended before a worker could be killed"
+        assert procs[victim].wait(timeout=10) == -signal.SIGKILL
+        assert total // 4 <= written_at_kill < total  # killed in the middle of the run
+        assert done.returncode == 0, done.stderr
+        assert f"{total} trials: {total} documents" in done.stdout
 
-    done = subprocess.run(
-        [*cli, "evaluate", str(out), "--scheduler", address], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
+        # a third worker joins, so that two are there again when one is killed
+        procs["w2"] = _worker(address, "w2", tmp_path)
+        survivors = {"w0", "w1", "w2"} - {victim}
+        _wait_for_worker_names(watcher, survivors)
+        second, metrics_at_kill, done = _kill_a_busy_worker_mid_run(
+            [*cli, "evaluate", str(out), "--scheduler", address, "--dask-batch", "1"],
+            out,
+            "*" + METRICS_SUFFIX,
+            metrics_total // 4,
+            watcher,
+            procs,
+        )
+        assert second is not None, "evaluate ended before a worker could be killed"
+        assert procs[second].wait(timeout=10) == -signal.SIGKILL
+        assert second in survivors
+        assert metrics_total // 4 <= metrics_at_kill < metrics_total  # in the middle
+        assert done.returncode == 0, done.stderr
+        # the scheduler lost the victim; the one left did the rest
+        _wait_for_worker_names(watcher, survivors - {second})
+    assert done.stdout.count(" 0 invalid, ") == run_count
+    wrote = [int(n) for n in re.findall(r"wrote (\d+) metrics files", done.stdout)]
+    assert len(wrote) == run_count and sum(wrote) == metrics_total
     # nothing lost, nothing twice, no temporary file left: the same tree, byte for byte
+    assert [p for p in out.rglob("*") if p.name.startswith(".")] == []
+    _assert_same_tree(single, out)
+
+
+#: ``dask worker --preload``: the first worker about to rename a temporary file into a
+#: path matching $STALL_PATTERN writes its pid and the temporary file's path to
+#: $STALL_MARKER and stalls there (until it is killed), its temporary file on disk.
+STALL_PRELOAD = """
+import fnmatch, os, time
+
+_replace = getattr(os.replace, "unpatched", os.replace)  # the worker imports this twice
+
+
+def replace(src, dst, *args, **kwargs):
+    if fnmatch.fnmatch(os.fsdecode(dst), os.environ["STALL_PATTERN"]):
+        try:
+            fd = os.open(os.environ["STALL_MARKER"], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            os.write(fd, f"{os.getpid()}\\n{src}".encode())
+            os.close(fd)
+            time.sleep(600)
+    return _replace(src, dst, *args, **kwargs)
+
+
+replace.unpatched = _replace
+os.replace = replace
+"""
+
+
+# the table is CSV and there is no dataset without pyarrow
+_needs_pyarrow = pytest.mark.skipif(
+    importlib.util.find_spec("pyarrow") is None, reason="pyarrow is absent"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "*/retrieval_events/run_retrieval_summary.json",
+        pytest.param("*/retrieval_events/retrieval_metrics.parquet", marks=_needs_pyarrow),
+        pytest.param(
+            "*/retrieval_events/retrieval_metrics_dataset/*.parquet", marks=_needs_pyarrow
+        ),
+    ],
+)
+def test_a_worker_killed_while_writing_a_run_output_leaves_no_temporary_file(
+    tmp_path, dask_scheduler, pattern, monkeypatch
+):
+    """The last task of a run's evaluation writes its summary, table and dataset; its
+    worker is killed in the middle of one of these atomic writes (temporary file
+    written, not yet renamed). The task reruns on the other worker, and the command
+    still leaves exactly the single-process files."""
+    from retrieval_lib.synth import generate_runs
+
+    address, procs = dask_scheduler
+    data = tmp_path / "data"
+    generate_runs(data, n_tasks=12, seed=5)
+    runs, tasks = data / "runs", data / "benchmarks"
+    _reference(runs, tasks, tmp_path / "single")
+    out = tmp_path / "dask"
+    normalize_paths([runs], tasks, out=out, workers=1)
+
+    preload = tmp_path / "stall_preload.py"
+    preload.write_text(STALL_PRELOAD)
+    marker = tmp_path / "stalled"
+    monkeypatch.setenv("STALL_PATTERN", pattern)
+    monkeypatch.setenv("STALL_MARKER", str(marker))
+    for name in ("w0", "w1"):
+        procs[name] = _worker(address, name, tmp_path, "--preload", str(preload))
+    evaluate = subprocess.Popen(
+        [sys.executable, "-m", "retrieval_lib", "evaluate", str(out), "--scheduler", address],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    procs["evaluate"] = evaluate  # stopped at the end should the test fail before
+    deadline = time.monotonic() + 120
+    while not marker.is_file() or not marker.read_text().endswith(".tmp"):
+        assert evaluate.poll() is None, evaluate.communicate()
+        assert time.monotonic() < deadline, "no worker wrote a run output"
+        time.sleep(0.02)
+    pid, temporary = marker.read_text().split("\n")
+    victim = {proc.pid: name for name, proc in procs.items()}[int(pid)]
+    assert victim in ("w0", "w1") and Path(temporary).is_file()  # stalled mid-write
+    os.kill(procs[victim].pid, signal.SIGKILL)
+    stdout, stderr = evaluate.communicate(timeout=120)
+    assert procs[victim].wait(timeout=10) == -signal.SIGKILL
+    assert evaluate.returncode == 0, stderr
+    assert stdout.count(" 0 invalid, ") == 2
+    assert not Path(temporary).exists()
     _assert_same_tree(tmp_path / "single", out)
