@@ -9,12 +9,13 @@ as ``retrieval-lib study`` does) in its own subprocess, one after the other:
 
 | method | what runs |
 |---|---|
-| `pool-N` | today's path: ``workers=N`` process pool (trials), runs evaluated N at a time |
+| `pool-N` | ``workers=N``: a process pool over trials (in process for N = 1), runs evaluated N at a time |
 | `dask-N` | ``--dask-workers N``: a LocalCluster of N one-thread worker processes |
 
-Reported per method: wall seconds of ``prepare_runs`` (cluster start-up apart), trials/s,
-the driver's peak RSS and each worker's peak RSS (``ru_maxrss``), and the ratios that the
-issue sets aims for: ``dask-2 / dask-1`` throughput and ``dask-N`` seconds per trial over
+Reported per method: wall seconds of ``prepare_runs`` (process and cluster start-up
+apart), trials/s, CPU time of every process during ``prepare_runs``, the driver's peak
+RSS and each worker's peak RSS (``ru_maxrss``), and the ratios that the issue sets aims
+for: ``dask-2 / dask-1`` throughput and ``dask-N`` seconds (and CPU) per trial over
 ``pool-N``'s. Optionally (``--study``) a study of the first ``--study-trials`` trials
 rendered to HTML from the Dask method's outputs.
 
@@ -74,8 +75,27 @@ def _own_usage() -> tuple[float, float]:
     return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
+def _warm_up() -> None:
+    """Import what the tasks use, once per process, before the clock starts: a fixed
+    cost of each new process (the pool's forked workers inherit it from the driver)."""
+    import pandas  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    import retrieval_lib.metrics.summary  # noqa: F401
+    import retrieval_lib.normalize  # noqa: F401
+
+
+def _cpu(usage: object) -> float:
+    return usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
+
+
 def _child(args: argparse.Namespace) -> None:
-    """One method, in its own process: prints a JSON line of its figures."""
+    """One method, in its own process: prints a JSON line of its figures.
+
+    CPU time counts from the start of ``prepare_runs`` to its end, in every process
+    (driver, pool children or Dask workers); process start-up and the imports of
+    :func:`_warm_up` are counted apart (``start_seconds``), as the cluster's start is.
+    """
     import resource
 
     from retrieval_lib.study.loader import prepare_runs
@@ -84,27 +104,33 @@ def _child(args: argparse.Namespace) -> None:
     workers = int(n)
     figures: dict[str, object] = {"method": args.child}
     t0 = time.perf_counter()
+    _warm_up()
     if kind == "pool":
+        figures["start_seconds"] = time.perf_counter() - t0
+        driver0 = _cpu(resource.getrusage(resource.RUSAGE_SELF))
         start = time.perf_counter()
         prepared = prepare_runs([args.runs], args.tasks, out=args.out, workers=workers)
         figures["seconds"] = time.perf_counter() - start
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         figures["worker_peak_mb"] = children.ru_maxrss / 1024 if workers > 1 else None
-        figures["worker_cpu_seconds"] = children.ru_utime + children.ru_stime
+        figures["worker_cpu_seconds"] = _cpu(children)
     else:
         from retrieval_lib.distributed import DaskSpec, dask_mapper
 
-        with dask_mapper(DaskSpec(workers=workers)) as map_fn:
-            figures["cluster_start_seconds"] = time.perf_counter() - t0
+        with dask_mapper(DaskSpec(workers=workers, batch_size=args.dask_batch)) as map_fn:
+            map_fn.client.run(_warm_up)
+            figures["start_seconds"] = time.perf_counter() - t0
+            before = map_fn.client.run(_own_usage)
+            driver0 = _cpu(resource.getrusage(resource.RUSAGE_SELF))
             start = time.perf_counter()
             prepared = prepare_runs([args.runs], args.tasks, out=args.out, map_fn=map_fn)
             figures["seconds"] = time.perf_counter() - start
-            usage = map_fn.client.run(_own_usage)
-            figures["worker_peak_mb"] = max(u[0] for u in usage.values())
-            figures["worker_cpu_seconds"] = sum(u[1] for u in usage.values())
+            after = map_fn.client.run(_own_usage)
+            figures["worker_peak_mb"] = max(u[0] for u in after.values())
+            figures["worker_cpu_seconds"] = sum(after[w][1] - before[w][1] for w in after)
     own = resource.getrusage(resource.RUSAGE_SELF)
     figures["driver_peak_mb"] = own.ru_maxrss / 1024
-    figures["driver_cpu_seconds"] = own.ru_utime + own.ru_stime
+    figures["driver_cpu_seconds"] = _cpu(own) - driver0
     figures["cpu_seconds"] = figures["driver_cpu_seconds"] + figures["worker_cpu_seconds"]
     figures["runs"] = len(prepared.events_dirs)
     figures["failures"] = len(prepared.evaluate_failures)
@@ -121,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--study-trials", type=int, default=10_000)
     parser.add_argument("--workdir", help="keep the data here (default: a temp folder)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dask-batch", type=int, help="trials per Dask task (default: 32)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--runs", help=argparse.SUPPRESS)
     parser.add_argument("--tasks", help=argparse.SUPPRESS)
@@ -166,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(out, ignore_errors=True)
             cmd = [sys.executable, __file__, "--child", method, "--runs", str(runs)]
             cmd += ["--tasks", str(base / "benchmarks"), "--out", str(out)]
+            if args.dask_batch:
+                cmd += ["--dask-batch", str(args.dask_batch)]
             load = os.getloadavg()[0]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
             if done.returncode != 0:

@@ -6,17 +6,24 @@ so the rest of the package and the CLI never load it unless ``--scheduler`` or
 
 How work is distributed
 -----------------------
-The driver plans the work as today (trial discovery, ``result.json`` reading, the latest
-trial of each pair, file names) and sends each worker a *batch of trials*: per trial a
-few hundred bytes of :class:`~retrieval_lib.runs.TrialRef` / ``TrialResult`` and the
-output path. The worker reads the trace from the shared filesystem, builds the document
-and writes it atomically under ``--out`` itself; only a
-:class:`~retrieval_lib.normalize.TrialOutput` (counts, path, error) comes back.
-Evaluation works alike per document: the worker writes the metrics file beside the
-document and keeps its :func:`~retrieval_lib.metrics.summary.summary_record` (about
-3 KB); one last task per run receives them worker to worker and writes the run summary
-and the metrics tables, byte for byte what the single-process path writes. The driver
-gets counts and paths.
+The driver plans the work as without Dask (trial discovery, ``result.json`` reading,
+the latest trial of each pair, file names), one run at a time as the cluster needs
+trials, and sends each worker a *batch of trials*: per trial a few hundred bytes of
+:class:`~retrieval_lib.runs.TrialRef` / ``TrialResult`` and the output path. The worker
+reads the trace from the shared filesystem, builds the document and writes it atomically
+under ``--out`` itself; only a :class:`~retrieval_lib.normalize.TrialOutput` (counts,
+path, error) comes back, is counted and dropped. At most :data:`TASKS_PER_WORKER` tasks
+per worker are in flight, so the driver (and a LocalCluster's scheduler, which lives in
+its process) holds what is in flight, not every trial.
+
+Evaluation: a run of at most :data:`EVALUATE_BATCH` documents is one task that calls
+:func:`~retrieval_lib.metrics.summary.evaluate_run` on the worker; a larger run is split
+into batches whose tasks write the metrics files and keep each document's
+:func:`~retrieval_lib.metrics.summary.summary_record` (about 3 KB) on the worker, and one
+last task receives them worker to worker and writes the run summary and the metrics
+tables, byte for byte what the single-process path writes. The driver gets counts and
+paths. For a study, each run is evaluated as soon as its last trial is normalised
+(:func:`normalize_and_evaluate_dask`).
 
 Faults: every task only writes its own files, atomically and idempotently (the same
 input gives the same bytes), so a task that Dask reruns after its worker died neither
@@ -379,41 +386,15 @@ def normalize_dask(
     map_fn: DaskMapper,
     out: str | Path | None = None,
     progress: bool = False,
-    on_run_done: Callable[[str, Path, int], Any] | None = None,
 ) -> Any:
     """:func:`~retrieval_lib.normalize.normalize_paths` with the trials run by ``map_fn``.
 
     Writes the same documents; returns the same :class:`~retrieval_lib.normalize.
-    NormalizeReport`. ``on_run_done(run, events_dir, documents)`` is called as each
-    run's last trial is back.
+    NormalizeReport`. A run of at most :data:`WHOLE_RUN_TRIALS` trials (or the mapper's
+    ``batch_size``) is one task; a larger one is spread over the cluster by trial.
     """
-    report = _normalize(paths, tasks_root, map_fn, out, progress, on_run_done)
-    _remove_temporaries(report, out)
+    report, _ = _normalize_runs(paths, tasks_root, map_fn, out, None, progress)
     return report
-
-
-def _normalize(
-    paths: Iterable[str | Path],
-    tasks_root: str | Path | None,
-    map_fn: DaskMapper,
-    out: str | Path | None,
-    progress: bool,
-    on_run_done: Callable[[str, Path, int], Any] | None,
-) -> Any:
-    from retrieval_lib.normalize import normalize_paths
-
-    def mapper(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-        return map_fn.imap_unordered(fn, jobs, on_error=_failed_output)
-
-    return normalize_paths(
-        paths, tasks_root, out=out, progress=progress, map_fn=mapper, on_run_done=on_run_done
-    )
-
-
-def _remove_temporaries(report: Any, out: str | Path | None) -> None:
-    from retrieval_lib.normalize import _out_root
-
-    remove_orphaned_temporaries(_out_root(Path(run), out) for run in report.runs)
 
 
 def normalize_and_evaluate_dask(
@@ -429,16 +410,151 @@ def normalize_and_evaluate_dask(
     Returns the :class:`~retrieval_lib.normalize.NormalizeReport` and, per run folder
     that got documents, its :class:`RunEvaluation` or the error that stopped it. The
     files are those of :func:`normalize_dask` followed by :func:`evaluate_runs_dask`;
-    only the barrier between the two is gone, so the cluster never waits for the
-    slowest run of the normalisation before evaluating the others.
+    only the barrier between the two is gone: a small run is normalised and evaluated
+    by one task, a large run's evaluation starts when its last trial is back.
     """
-    from retrieval_lib.errors import InputError
     from retrieval_lib.metrics.stages import normalize_k
 
-    ks = normalize_k(k)
+    return _normalize_runs(paths, tasks_root, map_fn, out, normalize_k(k), False)
+
+
+def _normalize_runs(
+    paths: Iterable[str | Path],
+    tasks_root: str | Path | None,
+    map_fn: DaskMapper,
+    out: str | Path | None,
+    ks: tuple[int, ...] | None,
+    progress: bool,
+) -> tuple[Any, dict[Path, RunEvaluation | Exception]]:
+    """Small runs whole, one task each; then the large ones by trial (``ks``: evaluate
+    too, with these cut-offs)."""
+    from retrieval_lib.errors import InputError
+    from retrieval_lib.normalize import NormalizeReport
+
+    started = time.perf_counter()
+    if tasks_root is not None and not Path(tasks_root).is_dir():
+        raise InputError(f"--tasks-root {tasks_root} is not a folder")
+    runs, small, large = _runs_by_size(paths, out, map_fn.batch_size or WHOLE_RUN_TRIALS)
+    # absolute: the workers may run in another working directory
+    root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
+    out_abs = str(Path(out).resolve()) if out is not None else None
+    report = NormalizeReport(runs=[str(r) for r in runs])
+    results: dict[Path, RunEvaluation | Exception] = {}
+    try:
+        if small:
+            bar = _progress_bar(sum(n for _, n in small)) if progress else None
+            whole = functools.partial(_whole_run, tasks_root=root, out=out_abs, ks=ks)
+            runner = DaskMapper(map_fn.client, batch_size=1, window=map_fn.window)
+            try:
+                for (run, n), (part, evaluation) in runner.imap_unordered(
+                    whole, small, on_error=_failed_run
+                ):
+                    report.merge(part)
+                    if isinstance(evaluation, str):
+                        results[run] = InputError(evaluation)
+                    elif evaluation is not None:
+                        results[run] = evaluation
+                    if bar is not None:
+                        bar.update(n)
+            finally:
+                if bar is not None:
+                    bar.close()
+        if large:
+            part, evaluated = _normalize_by_trial(large, root, map_fn, out_abs, ks, progress)
+            report.merge(part)
+            results.update(evaluated)
+    finally:
+        # only now: no task writes under these folders any more
+        _remove_temporaries(report, out)
+    report.failures.sort(key=lambda o: o.trial_dir)
+    report.seconds = time.perf_counter() - started
+    return report, results
+
+
+#: A run of at most this many trials (or the mapper's ``batch_size``, when given) is one
+#: task: discovered, planned, normalised (and, for a study, evaluated) on one worker by
+#: the single-process functions, so the driver neither reads its ``result.json`` files
+#: nor handles its trials one by one; a larger run is spread over the cluster by trial.
+WHOLE_RUN_TRIALS = 128
+
+
+def _runs_by_size(
+    paths: Iterable[str | Path], out: str | Path | None, limit: int
+) -> tuple[list[Path], list[tuple[Path, int]], list[Path]]:
+    """Every run under ``paths``, then those of at most ``limit`` trials with their trial
+    counts, and the larger ones."""
+    from retrieval_lib.errors import InputError
+    from retrieval_lib.normalize import _refuse_colliding_run_ids
+    from retrieval_lib.runs import discover_runs, discover_trials
+
+    paths = list(paths)
+    runs = discover_runs([Path(p).resolve() for p in paths])
+    if not runs:
+        raise InputError("no run folders with trials found under " + ", ".join(map(str, paths)))
+    if out is not None:
+        _refuse_colliding_run_ids(runs)
+    small: list[tuple[Path, int]] = []
+    large: list[Path] = []
+    for run in runs:
+        n = len(discover_trials(run))
+        if n <= limit:
+            small.append((run, n))
+        else:
+            large.append(run)
+    return runs, small, large
+
+
+def _whole_run(
+    run: tuple[Path, int], tasks_root: str | None, out: str | None, ks: tuple[int, ...] | None
+) -> tuple[Any, RunEvaluation | str | None]:
+    """On a worker: normalise one run as one process does (and evaluate it, given
+    ``ks``); its report and evaluation (``None``: no document, a string: why it failed)."""
+    from retrieval_lib.normalize import _out_root, normalize_paths
+
+    report = normalize_paths([run[0]], tasks_root, out=out)
+    if ks is None or not report.documents:
+        return report, None
+    return report, _evaluate_whole(_out_root(run[0], out), ks)
+
+
+def _failed_run(run: tuple[Path, int], exc: BaseException) -> tuple[Any, None]:
+    """A whole-run task Dask gave up on: each of its trials failed with that cause."""
+    from retrieval_lib.normalize import NormalizeReport, TrialOutput
+    from retrieval_lib.runs import discover_trials
+
+    report = NormalizeReport(runs=[str(run[0])])
+    for trial in discover_trials(run[0]):
+        report.add(
+            TrialOutput(
+                str(trial.trial_dir),
+                None,
+                trial.trial_dir.name,
+                trial.config_name,
+                0,
+                0,
+                None,
+                f"dask task failed: {type(exc).__name__}: {exc}",
+            )
+        )
+    return report, None
+
+
+def _normalize_by_trial(
+    runs: Sequence[Path],
+    tasks_root: str | None,
+    map_fn: DaskMapper,
+    out: str | None,
+    ks: tuple[int, ...] | None,
+    progress: bool,
+) -> tuple[Any, dict[Path, RunEvaluation | Exception]]:
+    """Large runs: trials in batches over the cluster (planned here, one run at a time);
+    with ``ks``, each run evaluated as soon as its last trial is back."""
+    from retrieval_lib.errors import InputError
+    from retrieval_lib.normalize import normalize_paths
+
     size = _evaluate_batch_size(map_fn)
     in_flight: dict[Path, Any] = {}
-    large: dict[Path, Path] = {}
+    split: dict[Path, Path] = {}
     results: dict[Path, RunEvaluation | Exception] = {}
 
     def collect(future: Any, run: Path) -> None:
@@ -449,26 +565,36 @@ def normalize_and_evaluate_dask(
     def run_done(run: str, out_root: Path, documents: int) -> None:
         for finished in [r for r, f in in_flight.items() if f.done()]:
             collect(in_flight.pop(finished), finished)
-        if documents == 0:
+        if ks is None or documents == 0:
             return
         if documents <= size:
             events_dir = out_root.resolve()
             in_flight[Path(run)] = map_fn.client.submit(_evaluate_whole, events_dir, ks, pure=False)
         else:
-            large[Path(run)] = out_root
+            split[Path(run)] = out_root
+
+    def mapper(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        return map_fn.imap_unordered(fn, jobs, on_error=_failed_output)
 
     try:
-        report = _normalize(paths, tasks_root, map_fn, out, False, run_done)
+        report = normalize_paths(
+            runs, tasks_root, out=out, progress=progress, map_fn=mapper, on_run_done=run_done
+        )
         for run in list(in_flight):
             collect(in_flight.pop(run), run)
-        evaluated = evaluate_runs_dask(list(large.values()), ks, map_fn=map_fn)
-        results.update(zip(large, evaluated, strict=True))
+        if split:
+            evaluated = evaluate_runs_dask(list(split.values()), ks or (), map_fn=map_fn)
+            results.update(zip(split, evaluated, strict=True))
     finally:
         for future in in_flight.values():
             future.cancel()
-    # only now: evaluation tasks write temporary files of their own until they end
-    _remove_temporaries(report, out)
     return report, results
+
+
+def _remove_temporaries(report: Any, out: str | Path | None) -> None:
+    from retrieval_lib.normalize import _out_root
+
+    remove_orphaned_temporaries(_out_root(Path(run), out) for run in report.runs)
 
 
 @dataclass

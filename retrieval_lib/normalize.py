@@ -140,6 +140,22 @@ class NormalizeReport:
         if run is not None:
             self.documents_by_run[run] = self.documents_by_run.get(run, 0) + 1
 
+    def merge(self, other: NormalizeReport) -> None:
+        """Add the counts of a report on other runs (e.g. one run done elsewhere)."""
+        for name in (
+            "removed_stale",
+            "trials",
+            "documents",
+            "events",
+            "trace_bytes",
+            "degraded",
+            "without_ground_truth",
+            "with_gaps",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.failures.extend(other.failures)
+        self.documents_by_run.update(other.documents_by_run)
+
     @property
     def failed(self) -> int:
         return len(self.failures)

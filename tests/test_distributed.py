@@ -111,6 +111,23 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
     _assert_same_tree(tmp_path / "single", tmp_path / "dask")
 
 
+def test_small_runs_are_normalised_and_evaluated_whole_on_a_cluster(synth, client, tmp_path):
+    from retrieval_lib.distributed import WHOLE_RUN_TRIALS, normalize_and_evaluate_dask
+    from retrieval_lib.runs import discover_runs, discover_trials
+
+    runs, tasks = synth
+    sizes = [len(discover_trials(run)) for run in discover_runs([runs])]
+    assert sizes and max(sizes) <= WHOLE_RUN_TRIALS  # each run is one task
+    _reference(runs, tasks, tmp_path / "single")
+    report, evaluated = normalize_and_evaluate_dask(
+        [runs], tasks, (1, 3, 5, 10), map_fn=DaskMapper(client), out=tmp_path / "dask"
+    )
+    assert (report.trials, report.failed) == (sum(sizes), 0)
+    assert sorted(evaluated) == sorted(discover_runs([runs.resolve()]))
+    assert sum(e.documents for e in evaluated.values()) == report.documents
+    _assert_same_tree(tmp_path / "single", tmp_path / "dask")
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="real corpus ../shared/corpus/csb is absent")
 def test_real_runs_through_the_cli_with_a_local_cluster(tmp_path):
     """``--dask-workers`` starts and closes its own LocalCluster; real CSB runs."""

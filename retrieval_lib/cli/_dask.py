@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dask-batch",
         type=positive_int,
         metavar="N",
-        help="trials per Dask task (default: 32); for evaluate, documents per task "
-        "(default: 128; a run of at most that many documents is one task)",
+        help="at most N trials (for evaluate: documents) per Dask task; a run of at most N "
+        "is one task (default: a run of up to 128 trials or documents is one task, a "
+        "larger run goes in tasks of 32 trials or 128 documents)",
     )
 
 
