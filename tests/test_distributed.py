@@ -128,6 +128,19 @@ def test_small_runs_are_normalised_and_evaluated_whole_on_a_cluster(synth, clien
     _assert_same_tree(tmp_path / "single", tmp_path / "dask")
 
 
+def test_a_whole_run_task_given_up_fails_each_of_its_trials_with_the_cause(synth):
+    from retrieval_lib.distributed import _failed_run
+    from retrieval_lib.runs import discover_runs, discover_trials
+
+    run = discover_runs([synth[0]])[0]
+    trials = discover_trials(run)
+    report, evaluation = _failed_run((run, len(trials)), RuntimeError("worker lost"))
+    assert evaluation is None
+    assert (report.trials, report.documents, report.failed) == (len(trials), 0, len(trials))
+    assert {o.trial_dir for o in report.failures} == {str(t.trial_dir) for t in trials}
+    assert {o.error for o in report.failures} == {"dask task failed: RuntimeError: worker lost"}
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="real corpus ../shared/corpus/csb is absent")
 def test_real_runs_through_the_cli_with_a_local_cluster(tmp_path):
     """``--dask-workers`` starts and closes its own LocalCluster; real CSB runs."""

@@ -39,6 +39,7 @@ __all__ = [
     "prepare_runs",
     "read_evaluated",
     "short_tool_name",
+    "tasks_fingerprint",
 ]
 
 FINGERPRINT_FILENAME = "study_inputs.json"
@@ -140,7 +141,11 @@ def _code_fingerprint() -> str:
 
 
 def input_fingerprint(
-    run_dir: str | Path, tasks_root: str | Path | None, k: Sequence[int] = DEFAULT_K
+    run_dir: str | Path,
+    tasks_root: str | Path | None,
+    k: Sequence[int] = DEFAULT_K,
+    *,
+    tasks_digest: str | None = None,
 ) -> str:
     """A hash of everything the evaluation of ``run_dir`` depends on.
 
@@ -148,6 +153,8 @@ def input_fingerprint(
     path, size and modification time; the ground-truth files of the task definitions
     (``task.toml``, ``instruction.md``, ``tests/``, ``solution/`` of each task); the
     tasks root's path; the library version, a hash of its code, and the cut-offs ``k``.
+    ``tasks_digest`` is :func:`tasks_fingerprint` of ``tasks_root``, when the caller
+    fingerprints many runs against one tasks root (it walks the task definitions once).
 
     Examples
     --------
@@ -166,10 +173,17 @@ def input_fingerprint(
     for rel, size, mtime in _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME):
         digest.update(f"run {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
     if tasks_root is not None:
-        root = Path(tasks_root).resolve()
-        digest.update(f"tasks {root}\n".encode("utf-8", "surrogateescape"))
-        for rel, size, mtime in _task_stats(root):
-            digest.update(f"task {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
+        digest.update(f"tasks {tasks_digest or tasks_fingerprint(tasks_root)}\n".encode())
+    return digest.hexdigest()
+
+
+def tasks_fingerprint(tasks_root: str | Path) -> str:
+    """A hash of the tasks root's path and of its tasks' ground-truth files (path, size,
+    modification time): the part of :func:`input_fingerprint` that all runs share."""
+    root = Path(tasks_root).resolve()
+    digest = hashlib.sha256(f"tasks {root}\n".encode("utf-8", "surrogateescape"))
+    for rel, size, mtime in _task_stats(root):
+        digest.update(f"task {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -286,9 +300,12 @@ def prepare_runs(
 
     out_root = Path(out) if out is not None else None
     stale: list[tuple[Path, Path, str]] = []
+    tasks_digest = (
+        tasks_fingerprint(Path(tasks_root)) if tasks_root is not None and raw_runs else None
+    )
     for run in sorted(raw_runs):
         events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
-        fingerprint = input_fingerprint(run, _path(tasks_root), k)
+        fingerprint = input_fingerprint(run, _path(tasks_root), k, tasks_digest=tasks_digest)
         if _is_evaluated(events_dir) and _read_fingerprint(events_dir) == fingerprint:
             prepared.reused.append(run.name)
             prepared.events_dirs.append(events_dir)
