@@ -483,16 +483,10 @@ def _runs_by_size(
 ) -> tuple[list[Path], list[tuple[Path, int]], list[Path]]:
     """Every run under ``paths``, then those of at most ``limit`` trials with their trial
     counts, and the larger ones."""
-    from retrieval_lib.errors import InputError
-    from retrieval_lib.normalize import _refuse_colliding_run_ids
-    from retrieval_lib.runs import discover_runs, discover_trials
+    from retrieval_lib.normalize import find_input_runs
+    from retrieval_lib.runs import discover_trials
 
-    paths = list(paths)
-    runs = discover_runs([Path(p).resolve() for p in paths])
-    if not runs:
-        raise InputError("no run folders with trials found under " + ", ".join(map(str, paths)))
-    if out is not None:
-        _refuse_colliding_run_ids(runs)
+    runs = find_input_runs(paths, out)
     small: list[tuple[Path, int]] = []
     large: list[Path] = []
     for run in runs:

@@ -577,13 +577,7 @@ def normalize_paths(
     start = time.perf_counter()
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"--tasks-root {tasks_root} is not a folder")
-    paths = list(paths)
-    # Resolved, so that "." has a name: the run id is the run folder's name.
-    runs = discover_runs([Path(p).resolve() for p in paths])
-    if not runs:
-        raise InputError("no run folders with trials found under " + ", ".join(map(str, paths)))
-    if out is not None:
-        _refuse_colliding_run_ids(runs)
+    runs = find_input_runs(paths, out)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
 
@@ -660,6 +654,25 @@ class _RunTracker:
         self.report.removed_stale += _remove_stale_documents([Path(key)], written)
         if self.on_run_done is not None:
             self.on_run_done(run, Path(key), self.report.documents_by_run.get(run, 0))
+
+
+def find_input_runs(paths: Iterable[str | Path], out: str | Path | None) -> list[Path]:
+    """The run folders under ``paths``, resolved (so that "." has a name: the run id is the
+    run folder's name).
+
+    Raises
+    ------
+    InputError
+        No run folder with trials is found, or (with ``out``) two runs share a run id and
+        would write to the same output folder.
+    """
+    paths = list(paths)
+    runs = discover_runs([Path(p).resolve() for p in paths])
+    if not runs:
+        raise InputError("no run folders with trials found under " + ", ".join(map(str, paths)))
+    if out is not None:
+        _refuse_colliding_run_ids(runs)
+    return runs
 
 
 def _refuse_colliding_run_ids(runs: Sequence[Path]) -> None:
