@@ -178,8 +178,7 @@ class DaskMapper:
     batch_size
         Items per task (default: :data:`MAX_BATCH`).
     progress
-        Show a progress bar on stderr that follows completed tasks (when the caller
-        does not pass its own ``on_done``).
+        Show progress bars on stderr (:func:`evaluate_runs_dask`).
     window
         Tasks in flight at once (default: :data:`TASKS_PER_WORKER` per worker of the
         cluster, counted again as workers come and go; at least that many).
@@ -210,21 +209,18 @@ class DaskMapper:
         fn: Callable[[Any], Any],
         items: Iterable[Any],
         *,
-        batched: bool = False,
-        batch_size: int | None = None,
         on_error: Callable[[Any, BaseException], Any] | None = None,
     ) -> Iterator[tuple[list[Any], list[Any]]]:
-        """Yield ``(batch, results)`` for every task, in the order tasks complete.
+        """Yield ``(batch, [fn(item) for item in batch])`` for every task, in the order
+        tasks complete.
 
-        With ``batched``, ``fn`` takes a whole batch (a list) and returns the list of its
-        results. ``batch_size`` replaces the mapper's. A task that fails as a whole (its
-        worker died too often, or ``fn`` raised) gives ``on_error(item, exception)`` per
-        item, or re-raises without ``on_error``.
+        A task that fails as a whole (its worker died too often, or ``fn`` raised) gives
+        ``on_error(item, exception)`` per item, or re-raises without ``on_error``.
         """
         from distributed import as_completed
 
-        size = batch_size or self.batch_size or MAX_BATCH
-        task = fn if batched else functools.partial(run_chunk, fn)
+        size = self.batch_size or MAX_BATCH
+        task = functools.partial(run_chunk, fn)
         stream = iter(items)
         pending: dict[str, tuple[Any, list[Any]]] = {}
         completed = as_completed()
@@ -274,44 +270,6 @@ class DaskMapper:
         for batch, results in self.imap_batches(fn, items, on_error=on_error):
             yield from zip(batch, results, strict=True)
 
-    def __call__(
-        self,
-        fn: Callable[[Any], Any],
-        items: Iterable[Any],
-        on_done: Callable[[int], Any] | None = None,
-        on_error: Callable[[Any, BaseException], Any] | None = None,
-    ) -> list[Any]:
-        """``[fn(item) for item in items]`` on the cluster, in item order; ``on_done(n)``
-        after each task of ``n`` items (see :meth:`imap_batches` for ``on_error``)."""
-        numbered = list(enumerate(items))
-        results: list[Any] = [None] * len(numbered)
-        bar = None
-        if on_done is None and self.progress:
-            bar = _progress_bar(len(numbered))
-            on_done = bar.update
-        indexed = functools.partial(_indexed, fn)
-        failed = None if on_error is None else functools.partial(_indexed_error, on_error)
-        try:
-            for batch, done in self.imap_batches(indexed, numbered, on_error=failed):
-                for (i, _), result in zip(batch, done, strict=True):
-                    results[i] = result
-                if on_done is not None:
-                    on_done(len(batch))
-        finally:
-            if bar is not None:
-                bar.close()
-        return results
-
-
-def _indexed(fn: Callable[[Any], Any], numbered: tuple[int, Any]) -> Any:
-    return fn(numbered[1])
-
-
-def _indexed_error(
-    on_error: Callable[[Any, BaseException], Any], numbered: tuple[int, Any], exc: BaseException
-) -> Any:
-    return on_error(numbered[1], exc)
-
 
 def _progress_bar(total: int | None, unit: str = "trial") -> Any:
     from tqdm import tqdm
@@ -359,24 +317,26 @@ def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
     return removed
 
 
-def _failed_output(job: tuple[Any, ...], exc: BaseException) -> Any:
+def _task_failure(exc: BaseException) -> str:
+    return f"dask task failed: {type(exc).__name__}: {exc}"
+
+
+def _failed_trial(trial: Any, task_name: str, exc: BaseException) -> Any:
+    """The output of a trial whose task Dask gave up on (no document, the cause)."""
     from retrieval_lib.normalize import TrialOutput
 
-    trial, result = job[0], job[1]
     return TrialOutput(
-        str(trial.trial_dir),
-        None,
-        result.task_name,
-        trial.config_name,
-        0,
-        0,
-        None,
-        f"dask task failed: {type(exc).__name__}: {exc}",
+        str(trial.trial_dir), None, task_name, trial.config_name, 0, 0, None, _task_failure(exc)
     )
 
 
+def _failed_output(job: tuple[Any, ...], exc: BaseException) -> Any:
+    trial, result = job[0], job[1]
+    return _failed_trial(trial, result.task_name, exc)
+
+
 def _failed_evaluation(doc_path: Any, exc: BaseException) -> tuple[None, str]:
-    return None, f"dask task failed: {type(exc).__name__}: {exc}"
+    return None, _task_failure(exc)
 
 
 def normalize_dask(
@@ -450,10 +410,8 @@ def _normalize_runs(
                     whole, small, on_error=_failed_run
                 ):
                     report.merge(part)
-                    if isinstance(evaluation, str):
-                        results[run] = InputError(evaluation)
-                    elif evaluation is not None:
-                        results[run] = evaluation
+                    if evaluation is not None:
+                        results[run] = _evaluation(evaluation)
                     if bar is not None:
                         bar.update(n)
             finally:
@@ -513,23 +471,13 @@ def _whole_run(
 
 def _failed_run(run: tuple[Path, int], exc: BaseException) -> tuple[Any, None]:
     """A whole-run task Dask gave up on: each of its trials failed with that cause."""
-    from retrieval_lib.normalize import NormalizeReport, TrialOutput
+    from retrieval_lib.normalize import NormalizeReport
     from retrieval_lib.runs import discover_trials
 
     report = NormalizeReport(runs=[str(run[0])])
     for trial in discover_trials(run[0]):
-        report.add(
-            TrialOutput(
-                str(trial.trial_dir),
-                None,
-                trial.trial_dir.name,
-                trial.config_name,
-                0,
-                0,
-                None,
-                f"dask task failed: {type(exc).__name__}: {exc}",
-            )
-        )
+        # its result.json was never read: the trial folder names the task
+        report.add(_failed_trial(trial, trial.trial_dir.name, exc))
     return report, None
 
 
@@ -543,7 +491,6 @@ def _normalize_by_trial(
 ) -> tuple[Any, dict[Path, RunEvaluation | Exception]]:
     """Large runs: trials in batches over the cluster (planned here, one run at a time);
     with ``ks``, each run evaluated as soon as its last trial is back."""
-    from retrieval_lib.errors import InputError
     from retrieval_lib.normalize import normalize_paths
 
     size = _evaluate_batch_size(map_fn)
@@ -552,9 +499,8 @@ def _normalize_by_trial(
     results: dict[Path, RunEvaluation | Exception] = {}
 
     def collect(future: Any, run: Path) -> None:
-        outcome = future.result()
+        results[run] = _evaluation(future.result())
         future.release()
-        results[run] = InputError(outcome) if isinstance(outcome, str) else outcome
 
     def run_done(run: str, out_root: Path, documents: int) -> None:
         for finished in [r for r, f in in_flight.items() if f.done()]:
@@ -618,6 +564,13 @@ class RunEvaluation:
             failures=result.failures,
             seconds=result.seconds,
         )
+
+
+def _evaluation(outcome: RunEvaluation | str) -> RunEvaluation | Exception:
+    """A whole-run evaluation's outcome in the driver: the error of one that failed."""
+    from retrieval_lib.errors import InputError
+
+    return InputError(outcome) if isinstance(outcome, str) else outcome
 
 
 def _evaluate_whole(events_dir: Path, ks: Sequence[int]) -> RunEvaluation | str:
@@ -756,7 +709,7 @@ def evaluate_runs_dask(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from retrieval_lib.errors import InputError, RetrievalLibError
+    from retrieval_lib.errors import RetrievalLibError
     from retrieval_lib.metrics.stages import normalize_k
 
     ks = normalize_k(k)
@@ -788,7 +741,7 @@ def evaluate_runs_dask(
         return _evaluate_whole(item[1], ks)
 
     def failed(item: tuple[int, Path, int], exc: BaseException) -> str:
-        return f"dask task failed: {type(exc).__name__}: {exc}"
+        return _task_failure(exc)
 
     next_out = 0
     try:
@@ -797,11 +750,9 @@ def evaluate_runs_dask(
             # a separate mapper: the large runs' threads set their own last_tasks
             runner = DaskMapper(map_fn.client, batch_size=1, window=map_fn.window)
             for item, result in runner.imap_unordered(whole, small, on_error=failed):
-                if isinstance(result, str):
-                    ready[item[0]] = InputError(result)
-                else:
+                ready[item[0]] = _evaluation(result)
+                if isinstance(result, RunEvaluation):
                     remove_orphaned_temporaries([result.events_dir])
-                    ready[item[0]] = result
                 if update is not None:
                     update(item[2])
                 while next_out < len(paths) and next_out in ready:

@@ -26,7 +26,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -142,17 +142,11 @@ class NormalizeReport:
 
     def merge(self, other: NormalizeReport) -> None:
         """Add the counts of a report on other runs (e.g. one run done elsewhere)."""
-        for name in (
-            "removed_stale",
-            "trials",
-            "documents",
-            "events",
-            "trace_bytes",
-            "degraded",
-            "without_ground_truth",
-            "with_gaps",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for counter in fields(self):
+            if counter.type == "int":  # every count; ``seconds`` is the caller's
+                setattr(
+                    self, counter.name, getattr(self, counter.name) + getattr(other, counter.name)
+                )
         self.failures.extend(other.failures)
         self.documents_by_run.update(other.documents_by_run)
 

@@ -195,12 +195,14 @@ def _explode(item: int) -> int:
 def test_a_failing_task_is_reported_and_the_others_finish(client):
     mapper = DaskMapper(client, batch_size=2)
     done: list[int] = []
-    results = mapper(
-        _explode,
-        list(range(7)),
-        on_done=done.append,
-        on_error=lambda item, exc: f"failed {item}: {exc}",
+    by_item = {}
+    batches = mapper.imap_batches(
+        _explode, range(7), on_error=lambda item, exc: f"failed {item}: {exc}"
     )
+    for batch, batch_results in batches:
+        by_item.update(zip(batch, batch_results, strict=True))
+        done.append(len(batch))
+    results = [by_item[item] for item in range(7)]
     # items 2 and 3 share a task: both are reported with the cause, the rest computed
     assert results == [
         0,
@@ -213,7 +215,7 @@ def test_a_failing_task_is_reported_and_the_others_finish(client):
     ]
     assert sorted(done) == [1, 2, 2, 2]
     with pytest.raises(RuntimeError, match="trial 3 is broken"):
-        mapper(_explode, [3])
+        list(mapper.imap_unordered(_explode, [3]))
 
 
 def test_items_are_drawn_only_as_the_window_frees(client):

@@ -498,3 +498,19 @@ def test_placeholder_output_tokens_are_flagged_in_outcome_and_metrics_table(corp
         for config in ("baseline-local-direct", "mcp-remote-direct")
         for task in ("django-modeladmin-impact-001", "envoy-routeconfig-dep-chain-001", llamacpp)
     }
+
+
+def test_merging_reports_adds_every_count_and_keeps_the_failures() -> None:
+    from retrieval_lib.normalize import NormalizeReport, TrialOutput
+
+    a, b = NormalizeReport(runs=["r1"]), NormalizeReport(runs=["r2"])
+    a.add(TrialOutput("r1/t1", "r1/x.json", "t1", "c", 3, 100, "gap", no_trace=True), "r1")
+    b.add(TrialOutput("r2/t2", "r2/y.json", "t2", "c", 5, 50, None, no_ground_truth=True), "r2")
+    b.add(TrialOutput("r2/t3", None, "t3", "c", 0, 0, None, "broken"), "r2")
+    b.removed_stale, b.seconds = 2, 9.0
+    a.merge(b)
+    assert (a.trials, a.documents, a.failed, a.events, a.trace_bytes) == (3, 2, 1, 8, 150)
+    assert (a.degraded, a.without_ground_truth, a.with_gaps, a.removed_stale) == (1, 1, 1, 2)
+    assert a.documents_by_run == {"r1": 1, "r2": 1}
+    assert [o.trial_dir for o in a.failures] == ["r2/t3"]
+    assert a.seconds == 0.0  # the merged pass's own time is the caller's to set
