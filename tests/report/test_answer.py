@@ -340,3 +340,23 @@ def test_documents_events_credit_each_file_to_its_first_finder() -> None:
     )
     # the failed MCP call surfaces nothing; Grep finds a.py first, Read then finds b.py
     assert first.to_dict() == {"Grep": ["a.py", "a.py"], "Read": ["b.py", "b.py"], "search": []}
+
+
+@pytest.mark.parametrize(
+    ("notebook", "sections"),
+    [("run_analysis.ipynb", RUN_SECTIONS), ("study.ipynb", STUDY_SECTIONS)],
+)
+def test_the_notebooks_open_with_the_answer_and_have_every_linked_section(notebook, sections):
+    from pathlib import Path
+
+    nb = nbformat.read(Path(__file__).resolve().parents[2] / "notebooks" / notebook, as_version=4)
+    headings = [
+        c.source.splitlines()[0].removeprefix("## ")
+        for c in nb.cells
+        if c.cell_type == "markdown" and c.source.startswith("## ")
+    ]
+    assert headings[0] == "Answer"
+    assert {h for h in vars(sections).values() if h} <= set(headings)
+    answer_cell = next(c for c in nb.cells if c.cell_type == "code" and "Answer(" in c.source)
+    text = answer_cell.outputs[0]["data"]["text/plain"]
+    assert text.startswith("- Reward, ") and "Caveat: correlations are associations" in text
