@@ -221,7 +221,7 @@ def _outcome_sentence(
     if not _tested(row):
         reason = row.get("reason")
         why = str(reason) if not _missing(reason) and str(reason) else "no test could be run"
-        mean = row.get("mean_delta")
+        mean: Any = row.get("mean_delta")
         if _missing(mean):
             mean = _observed_mean(per_task, pair, str(row["metric"]))
         seen = (
@@ -401,6 +401,7 @@ def _caveats(
     exclude_flagged: bool,
 ) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
+    pair: Any
     for pair in impact.pairs.itertuples(index=False):
         who = f"{pair.treatment} vs {pair.baseline}"
         n = int(pair.n_matched)
@@ -567,9 +568,9 @@ def answer_markdown(answer: pd.DataFrame) -> str:
     '- Reward: \\\\*x\\\\* ([The run](#The-run))'
     """
     lines = [
-        f"- {markdown_text(row.sentence)} ([{markdown_text(row.section)}]"
-        f"({section_anchor(row.section)}))"
-        for row in answer.itertuples(index=False)
+        f"- {markdown_text(str(sentence))} ([{markdown_text(str(section))}]"
+        f"({section_anchor(str(section))}))"
+        for sentence, section in zip(answer["sentence"], answer["section"], strict=True)
     ]
     return "\n".join(lines)
 
