@@ -410,9 +410,17 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
     return fig
 
 
-def plot_wins_losses(deltas: pd.DataFrame, metric: str) -> Figure | None:
-    """Horizontal bars of each matched task's delta on ``metric`` (green: treatment better)."""
-    data = deltas[deltas["result"] != "missing"]
+def plot_wins_losses(
+    deltas: pd.DataFrame, metric: str, *, shown: pd.DataFrame | None = None
+) -> Figure | None:
+    """Horizontal bars of each matched task's delta on ``metric`` (green: treatment better).
+
+    The title counts every row of ``deltas`` (the table the report shows beside the chart);
+    ``shown`` (a subset of its rows, e.g. the largest deltas) is what is drawn, and the
+    title then says how many of how many are shown.
+    """
+    drawn = deltas if shown is None else shown
+    data = drawn[drawn["result"] != "missing"]
     if data.empty:
         return None
     colours = {"treatment": "#2a9d8f", "baseline": "#e76f51", "tie": "#8d99ae"}
@@ -424,9 +432,14 @@ def plot_wins_losses(deltas: pd.DataFrame, metric: str) -> Figure | None:
     ax.invert_yaxis()
     base, treat = data["baseline"].iloc[0], data["treatment"].iloc[0]
     ax.set_xlabel(f"{metric}: {treat} − {base}")
-    counts = data["result"].value_counts()
-    ax.set_title(
-        f"Per-task {metric} deltas: treatment better {counts.get('treatment', 0)}, "
-        f"baseline better {counts.get('baseline', 0)}, ties {counts.get('tie', 0)}"
+    counts = deltas["result"].value_counts()
+    with_delta = int(len(deltas) - counts.get("missing", 0))
+    title = (
+        f"Per-task {metric} deltas over {with_delta} matched tasks: treatment better "
+        f"{counts.get('treatment', 0)}, baseline better {counts.get('baseline', 0)}, "
+        f"ties {counts.get('tie', 0)}"
     )
+    if len(data) < with_delta:
+        title += f"\n({len(data)} of {with_delta} shown: the largest |delta|)"
+    ax.set_title(title)
     return fig
