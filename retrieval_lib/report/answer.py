@@ -384,11 +384,15 @@ def _tool_sentence(tools: pd.DataFrame) -> str:
     top = found[found["first_found"] == found["first_found"].iloc[0]]
     names = " and ".join(f"{r.tool} ({'MCP' if r.is_mcp else 'local'})" for r in top.itertuples())
     count = int(top["first_found"].iloc[0])
-    verb = "were" if len(top) > 1 else "was"
-    each = " each" if len(top) > 1 else ""
+    if len(top) > 1:
+        return (
+            f"First finds: the tools that first surfaced a ground-truth file most often were "
+            f"{names}, with {count} of the {total} ground-truth files found each "
+            f"({count / total:.0%})."
+        )
     return (
-        f"First finds: the tool that first surfaced a ground-truth file most often {verb} {names}, "
-        f"with {count} of the {total} ground-truth files found{each} ({count / total:.0%})."
+        f"First finds: the tool that first surfaced a ground-truth file most often was {names}, "
+        f"with {count} of the {total} ground-truth files found ({count / total:.0%})."
     )
 
 
