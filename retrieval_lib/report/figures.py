@@ -27,8 +27,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.table_view import label as display_label
-
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -337,9 +335,7 @@ def plot_correlation_heatmap(
         )
         ax.set_facecolor("#dddddd")
         ax.set_title(group)
-        ax.set_xticklabels(
-            [display_label(t.get_text()) for t in ax.get_xticklabels()], rotation=30, ha="right"
-        )
+        ax.set_xticklabels([t.get_text() for t in ax.get_xticklabels()], rotation=30, ha="right")
         if ax is not axes[0][0]:
             ax.set_yticklabels([])
     fig.suptitle(
@@ -366,7 +362,7 @@ def plot_scatter_pairs(
             ok = x.notna() & y.notna()
             ax.scatter(x[ok], y[ok], s=28, alpha=0.8, color=colours[config], label=config)
         ax.set_xlabel(row.x)
-        ax.set_ylabel(display_label(row.y))
+        ax.set_ylabel(row.y)
         ax.set_title(f"r={row.r:+.2f} ({row.method}), n={int(row.n)}", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(configs), frameon=False)
