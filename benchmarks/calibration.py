@@ -246,15 +246,27 @@ def lib_leaderboard_ci(trials: pd.DataFrame, n_boot: int) -> dict[str, Interval]
     }
 
 
-def _lib_matched_reward_row(trials: pd.DataFrame, n_boot: int) -> dict[str, Any]:
-    """The ``reward`` row of the matched comparison, as analyze_impact computes it."""
+def _study_frame(trials: pd.DataFrame) -> pd.DataFrame:
+    """The table the study hands to the stats functions (``Study._frame``): families as
+    ``config_name``."""
+    return trials.rename(columns={"config_name": "config_raw"}).rename(
+        columns={"config_family": "config_name"}
+    )
+
+
+def _lib_matched_reward_row_full(trials: pd.DataFrame, n_boot: int) -> dict[str, Any]:
+    """The ``reward`` row of the matched comparison, exactly as analyze_impact computes it:
+    ``match_tasks`` (combine="mean", outcomes + metric family) then ``compare_matched``.
+
+    ``match_tasks`` costs ~3 ms per task (pandas per task), most of the benchmark's time;
+    :func:`_lib_matched_reward_row` gives the same row faster and ``--check-matching``
+    proves it on the first studies.
+    """
     from retrieval_lib.stats.columns import OUTCOME_COLUMNS
     from retrieval_lib.stats.paired import match_tasks
     from retrieval_lib.stats.paired_tests import compare_matched
 
-    frame = trials.rename(columns={"config_name": "config_raw"}).rename(
-        columns={"config_family": "config_name"}
-    )  # what Study._frame hands to the stats functions
+    frame = _study_frame(trials)
     outcomes = [c for c in OUTCOME_COLUMNS if c in frame.columns]
     match = match_tasks(
         frame, BASELINE, TREATMENT, combine="mean", value_columns=[*outcomes, METRIC]
@@ -264,9 +276,36 @@ def _lib_matched_reward_row(trials: pd.DataFrame, n_boot: int) -> dict[str, Any]
     return row
 
 
-def lib_matched_reward(trials: pd.DataFrame, n_boot: int) -> tuple[Test, Interval]:
+def _lib_matched_reward_row(trials: pd.DataFrame, n_boot: int) -> dict[str, Any]:
+    """The same ``reward`` row through the same statistics kernel
+    (:func:`~retrieval_lib.stats.paired_tests.paired_comparison`, which ``compare_matched``
+    calls per metric with the same ``n_boot``, ``seed`` and ``min_n``), on the per-task
+    means ``match_tasks`` forms: tasks run by both configs (one model, no harness
+    versions here) with at least one valid reward per side, the mean of the valid
+    rewards per side, tasks in ``match_tasks``'s order (sorted by task name)."""
+    from retrieval_lib.stats.paired_tests import paired_comparison
+
+    reward = pd.to_numeric(trials["reward"], errors="coerce")
+    means = reward.groupby([trials["task_name"], trials["config_family"]], sort=True).mean()
+    table = means.unstack("config_family").dropna()  # both sides have a valid reward
+    table = table.sort_index(kind="mergesort")
+    out = paired_comparison(
+        table[BASELINE].to_numpy(),
+        table[TREATMENT].to_numpy(),
+        n_boot=n_boot,
+        seed=0,
+        min_n=3,
+        metric="reward",
+    )
+    row: dict[str, Any] = out.iloc[0].to_dict()
+    return row
+
+
+def lib_matched_reward(
+    trials: pd.DataFrame, n_boot: int, *, full: bool = False
+) -> tuple[Test, Interval]:
     """Matched reward test (Wilcoxon p) and 95% CI of the mean per-task delta."""
-    row = _lib_matched_reward_row(trials, n_boot)
+    row = (_lib_matched_reward_row_full if full else _lib_matched_reward_row)(trials, n_boot)
     tested = bool(row["computable"])
     reason = None if tested else str(row["reason"])
     p = _f(row["wilcoxon_p"]) if tested else math.nan
@@ -281,14 +320,28 @@ def lib_matched_reward(trials: pd.DataFrame, n_boot: int) -> tuple[Test, Interva
     return test, ci
 
 
+def check_matching(index: int, seed: int, n_boot: int) -> str | None:
+    """Compare the fast matched row with the full match_tasks path; the difference or None."""
+    trials = simulate(index, seed).trials
+    full = _lib_matched_reward_row_full(trials, n_boot)
+    fast = _lib_matched_reward_row(trials, n_boot)
+    for key in ("n", "mean_delta", "ci_low", "ci_high", "wilcoxon_p", "computable"):
+        a, b = full[key], fast[key]
+        same = (
+            a == b
+            or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+            or (isinstance(a, float) and isinstance(b, float) and abs(a - b) <= 1e-12)
+        )
+        if not same:
+            return f"study {index}: {key} full={a!r} fast={b!r}"
+    return None
+
+
 def lib_pooled_correlation(trials: pd.DataFrame) -> Test:
     """Pooled Spearman file.recall × reward p-value, as the study computes its correlations."""
     from retrieval_lib.stats.correlation import POOLED_GROUP, correlate_metrics
 
-    frame = trials.rename(columns={"config_name": "config_raw"}).rename(
-        columns={"config_family": "config_name"}
-    )
-    table = correlate_metrics(frame, [METRIC], min_n=5)
+    table = correlate_metrics(_study_frame(trials), [METRIC], min_n=5)
     pick = table[
         (table["group"] == POOLED_GROUP)
         & (table["x"] == METRIC)
@@ -391,16 +444,16 @@ def _guard(errors: dict[str, str], name: str, call: Callable[[], Any], empty: An
         return empty
 
 
-def run_study(args: tuple[int, int, int]) -> dict[str, Any]:
+def run_study(args: tuple[int, int, int, bool]) -> dict[str, Any]:
     """Every estimate of one study, as one flat record."""
-    index, seed, n_boot = args
+    index, seed, n_boot, full = args
     study = simulate(index, seed)
     t = study.trials
     errors: dict[str, str] = {}
     nan_i = Interval(math.nan, math.nan, "error")
     lib_board = _guard(errors, "lib_leaderboard", lambda: lib_leaderboard_ci(t, n_boot), {})
     lib_test, lib_ci = _guard(
-        errors, "lib_matched", lambda: lib_matched_reward(t, n_boot), (Test(math.nan), nan_i)
+        errors, "lib_matched", lambda: lib_matched_reward(t, n_boot, full=full), (Test(math.nan), nan_i)
     )
     lib_corr = _guard(errors, "lib_correlation", lambda: lib_pooled_correlation(t), Test(math.nan))
     ref_t = ref_leaderboard_t(t)
@@ -438,6 +491,8 @@ def run_study(args: tuple[int, int, int]) -> dict[str, Any]:
         record[f"{prefix}_corr_reject"] = test.rejects()
         record[f"{prefix}_corr_run"] = test.run
         record[f"{prefix}_corr_reason"] = test.reason
+    for name in ("lib_leaderboard", "lib_matched", "lib_correlation"):
+        record[f"{name}_error"] = name in errors
     record["errors"] = json.dumps(errors, sort_keys=True) if errors else None
     return record
 
@@ -483,6 +538,12 @@ _RUN_COLUMN = {
     "lib_corr_reject": "lib_corr_run",
     "ref_corr_reject": "ref_corr_run",
 }
+_ERROR_COLUMN = {
+    "lib_matched_reject": "lib_matched_error",
+    "lib_delta_covers": "lib_matched_error",
+    "lib_corr_reject": "lib_correlation_error",
+    "lib_board_baseline_covers": "lib_leaderboard_error",
+}
 
 
 def rate(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, float]:
@@ -497,11 +558,16 @@ def rate(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, float]:
         not_run = 1.0 - float(frame[_RUN_COLUMN[columns[0]]].astype(float).mean())
     else:
         not_run = float(values.isna().to_numpy().mean())
+    errored = frame[_ERROR_COLUMN[columns[0]]] if columns[0] in _ERROR_COLUMN else None
+    errors = float(errored.astype(float).mean()) if errored is not None else 0.0
+    if errored is not None:  # a crashed call is neither a result nor "not run"
+        per_study = per_study[~errored.to_numpy(dtype=bool)]
+        not_run = max(0.0, not_run - errors)
     valid = per_study.dropna()
     n = int(valid.size)
     mean = float(valid.mean()) if n else math.nan
     se = float(valid.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    return {"rate": mean, "se": se, "n": n, "not_run": not_run}
+    return {"rate": mean, "se": se, "n": n, "not_run": not_run, "errors": errors}
 
 
 def summarise(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -533,12 +599,18 @@ def summarise(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _fmt(r: dict[str, float]) -> str:
-    if not math.isfinite(r["rate"]):
-        return "n/a"
-    text = f"{r['rate']:.3f} ± {r['se']:.3f}"
+    notes = []
     if r["not_run"] > 0:
-        text += f" (not run {r['not_run']:.1%})"
-    return text
+        notes.append(f"not run {r['not_run']:.1%}")
+    if r.get("errors", 0.0) > 0:
+        notes.append(f"error {r['errors']:.1%}")
+    if not math.isfinite(r["rate"]):
+        text = "n/a"
+    elif math.isfinite(r["se"]):
+        text = f"{r['rate']:.3f} ± {r['se']:.3f}"
+    else:
+        text = f"{r['rate']:.3f}"
+    return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -570,13 +642,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--n-boot", type=int, default=2000, help="bootstrap resamples (study default 2000)"
     )
+    parser.add_argument(
+        "--check-matching",
+        type=int,
+        default=10,
+        metavar="K",
+        help="first K studies: check the fast matched path against match_tasks (default 10)",
+    )
+    parser.add_argument(
+        "--full-matching",
+        action="store_true",
+        help="run match_tasks + compare_matched on every study (slow: ~3 ms per task)",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "out")
     args = parser.parse_args(argv)
+
+    check_started = time.process_time()
+    mismatches = [
+        m
+        for m in (check_matching(i, args.seed, args.n_boot) for i in range(args.check_matching))
+        if m is not None
+    ]
+    check_cpu = time.process_time() - check_started
+    for mismatch in mismatches:
+        print(f"MATCHING MISMATCH: {mismatch}")
 
     started = time.perf_counter()
     cpu_started = time.process_time()
     load_start = os.getloadavg()
-    jobs = [(i, args.seed, args.n_boot) for i in range(args.studies)]
+    jobs = [(i, args.seed, args.n_boot, args.full_matching) for i in range(args.studies)]
     if args.workers > 1:
         with multiprocessing.get_context("fork").Pool(args.workers) as pool:
             records = list(pool.imap(run_study, jobs, chunksize=4))
@@ -590,6 +684,11 @@ def main(argv: list[str] | None = None) -> int:
         f"calibration: {args.studies} null studies, seed {args.seed}, n_boot {args.n_boot}, "
         f"workers {args.workers}; alpha {ALPHA}; wall {wall:.1f} s "
         f"(parent CPU {time.process_time() - cpu_started:.1f} s); load {load_start[0]:.1f}"
+    )
+    print(
+        f"matched path: {'match_tasks + compare_matched' if args.full_matching else 'fast'}; "
+        f"checked against match_tasks on {args.check_matching} studies: "
+        f"{len(mismatches)} mismatches ({check_cpu:.1f} s CPU)"
     )
     print(
         f"population mean reward mu: beta {POP_MEAN['beta']:.4f}, "
@@ -627,6 +726,9 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_at_start": list(load_start),
             "load_average_at_end": list(os.getloadavg()),
         },
+        "matching_checked": args.check_matching,
+        "matching_mismatches": mismatches,
+        "full_matching": args.full_matching,
         "not_run_reasons": reasons,
         "errors": int(errors.size),
         "rows": rows,
@@ -640,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     frame.to_csv(tmp, index=False)
     tmp.replace(csv)
     print(f"\nwritten: {target}, {csv}")
-    return 0
+    return 1 if mismatches else 0
 
 
 if __name__ == "__main__":
