@@ -84,7 +84,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,11 @@ sys.path.insert(0, str(HERE.parent))
 ALPHA = 0.05
 METRIC = "file.recall"
 BASELINE, TREATMENT = "baseline", "mcp"
-BANDS: tuple[tuple[str, int, int], ...] = (("10-29", 10, 29), ("30-79", 30, 79), ("80-200", 80, 200))
+BANDS: tuple[tuple[str, int, int], ...] = (
+    ("10-29", 10, 29),
+    ("30-79", 30, 79),
+    ("80-200", 80, 200),
+)
 BETA_A = 0.7
 LOGIT_MU, LOGIT_SD = -0.5, 1.5
 CONT_KAPPA = 4.0
@@ -185,9 +189,7 @@ def simulate(index: int, seed: int) -> Study:
             )
         )
     trials = pd.concat(parts, ignore_index=True)
-    return Study(
-        index, band, n_tasks, reward_type, difficulty, POP_MEAN[difficulty], cond, trials
-    )
+    return Study(index, band, n_tasks, reward_type, difficulty, POP_MEAN[difficulty], cond, trials)
 
 
 # --------------------------------------------------------------------------- estimates
@@ -453,7 +455,10 @@ def run_study(args: tuple[int, int, int, bool]) -> dict[str, Any]:
     nan_i = Interval(math.nan, math.nan, "error")
     lib_board = _guard(errors, "lib_leaderboard", lambda: lib_leaderboard_ci(t, n_boot), {})
     lib_test, lib_ci = _guard(
-        errors, "lib_matched", lambda: lib_matched_reward(t, n_boot, full=full), (Test(math.nan), nan_i)
+        errors,
+        "lib_matched",
+        lambda: lib_matched_reward(t, n_boot, full=full),
+        (Test(math.nan), nan_i),
     )
     lib_corr = _guard(errors, "lib_correlation", lambda: lib_pooled_correlation(t), Test(math.nan))
     ref_t = ref_leaderboard_t(t)
@@ -699,7 +704,12 @@ def main(argv: list[str] | None = None) -> int:
     if not errors.empty:
         print(f"\nlibrary errors in {errors.size} studies; first: {errors.iloc[0]}")
     reasons = {}
-    for column in ("lib_matched_reason", "lib_corr_reason", "ref_matched_reason", "ref_corr_reason"):
+    for column in (
+        "lib_matched_reason",
+        "lib_corr_reason",
+        "ref_matched_reason",
+        "ref_corr_reason",
+    ):
         counts = frame[column].dropna().value_counts()
         if not counts.empty:
             reasons[column] = {str(k): int(v) for k, v in counts.items()}
