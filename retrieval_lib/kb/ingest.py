@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,7 @@ __all__ = [
     "parse_chunk",
     "read_chunk_inventory",
     "default_run_id",
+    "check_run_id",
 ]
 
 _BATCH = 2000
@@ -336,6 +338,37 @@ def default_run_id(results_path: str | Path, results_sha256: str) -> str:
     return f"{Path(results_path).stem}-{results_sha256[:12]}"
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a usable run id, else :class:`IngestError` saying why.
+
+    A run id is named on command lines, in logs and in reports: it must not be empty or only
+    spaces, nor hold a control character (a newline, an escape, a NUL), which no terminal or
+    report could show as the id. Any other text is allowed; reports show it as text
+    (:mod:`retrieval_lib.safe_text`), never as markup.
+
+    Examples
+    --------
+    >>> check_run_id("bm25 <v2>")
+    'bm25 <v2>'
+    >>> check_run_id("a\\nb")
+    Traceback (most recent call last):
+    ...
+    retrieval_lib.kb.exceptions.IngestError: run id 'a\\nb' holds a control character (U+000A); choose a --run-id without one
+    """
+    if not run_id.strip():
+        raise IngestError("run id must not be empty")
+    bad = _CONTROL.search(run_id)
+    if bad:
+        raise IngestError(
+            f"run id {run_id!r} holds a control character (U+{ord(bad.group()):04X}); "
+            "choose a --run-id without one"
+        )
+    return run_id
+
+
 def _read_config(path: Path) -> dict[str, Any]:
     try:
         config = orjson.loads(path.read_bytes())
@@ -424,6 +457,8 @@ def ingest_run(
     ...     ingest_run(store, d / "r.jsonl", d / "g.yaml", run_id="r1").results
     1
     """
+    if run_id:
+        check_run_id(run_id)
     results_file = Path(results_path)
     golden = load_golden(golden_path)
     inventory = read_chunk_inventory(chunks_path) if chunks_path is not None else None

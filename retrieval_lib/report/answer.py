@@ -17,7 +17,8 @@ sentence per question, each with the heading of the section it comes from:
 
 :func:`answer_markdown` renders the table as a Markdown list whose every line links to its
 section (the anchors nbconvert and JupyterLab give headings); every sentence is escaped
-as text, so names from the inputs can never become markup. :class:`Answer` shows the
+as text (:func:`retrieval_lib.safe_text.markdown_text`), so names from the inputs can never
+become markup. :class:`Answer` shows the
 Markdown in a notebook and the plain sentences as its text form (what nbval compares).
 
 Examples
@@ -38,14 +39,14 @@ Reward, mcp vs baseline: on 6 matched tasks the mean difference (mcp − baselin
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+from retrieval_lib.safe_text import markdown_text
 
 if TYPE_CHECKING:
     from retrieval_lib.stats.impact import ImpactResult
@@ -59,7 +60,6 @@ __all__ = [
     "answer_markdown",
     "answer_table",
     "first_found_by_tool",
-    "markdown_text",
     "section_anchor",
 ]
 
@@ -112,23 +112,6 @@ def section_anchor(heading: str) -> str:
     '#3.-Matched-comparison-across-runs'
     """
     return "#" + heading.strip().replace(" ", "-")
-
-
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|~$])")
-
-
-def markdown_text(text: str) -> str:
-    """``text`` as inline Markdown that renders exactly as ``text``: HTML-escaped, every
-    Markdown punctuation backslash-escaped, line breaks flattened (never markup, links,
-    images or math, whatever a name from the inputs holds).
-
-    Examples
-    --------
-    >>> markdown_text("![x](secret.txt) <img src=x onerror=alert(1)> $a$")
-    '\\\\!\\\\[x\\\\]\\\\(secret\\\\.txt\\\\) &lt;img src=x onerror=alert\\\\(1\\\\)&gt; \\\\$a\\\\$'
-    """
-    flat = " ".join(str(text).split())
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", html.escape(flat, quote=False))
 
 
 # --------------------------------------------------------------------------- numbers
@@ -569,7 +552,7 @@ def answer_markdown(answer: pd.DataFrame) -> str:
     --------
     >>> t = pd.DataFrame({"topic": ["reward"], "sentence": ["Reward: *x*"], "section": ["The run"]})
     >>> answer_markdown(t)
-    '- Reward: \\\\*x\\\\* ([The run](#The-run))'
+    '- Reward&#58; &#42;x&#42; ([The run](#The-run))'
     """
     lines = [
         f"- {markdown_text(str(sentence))} ([{markdown_text(str(section))}]"

@@ -7,6 +7,10 @@ why). :func:`png` renders a figure to PNG bytes with ``bbox_inches="tight"`` so 
 cut off, and closes it; :func:`show` wraps those bytes for display in a notebook. Figures
 are never SVG: SVG output differs from run to run and is compared as text by nbval.
 
+Names from inputs (configs, tasks, tools) are labels, never math text: :func:`png` draws with
+matplotlib's math text off (``$^^$`` in a config name would otherwise fail the figure), and
+:func:`setup` / :func:`names_as_text` turn it off for figures a notebook draws itself.
+
 matplotlib and seaborn are imported inside the functions, so importing this module is
 cheap.
 
@@ -27,6 +31,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from retrieval_lib.safe_text import markdown_text
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -40,6 +46,7 @@ __all__ = [
     "plot_scatter_pairs",
     "plot_taxonomy",
     "plot_wins_losses",
+    "names_as_text",
     "png",
     "setup",
     "show",
@@ -74,26 +81,62 @@ def setup() -> None:
             "svg.hashsalt": "retrieval_lib",
         }
     )
+    names_as_text()
+
+
+def names_as_text() -> None:
+    """Turn matplotlib's math text off for every later label (``text.parse_math``).
+
+    A label built from an input name (a config ``cfg $^^$``, a tool ``$_{$``) is then drawn
+    as it is instead of failing as a math expression; see :mod:`retrieval_lib.safe_text`.
+    """
+    import matplotlib
+
+    matplotlib.rcParams["text.parse_math"] = False
 
 
 def png(fig: Figure) -> bytes:
-    """Render ``fig`` to PNG bytes (tight bounding box) and close it."""
+    """Render ``fig`` to PNG bytes (tight bounding box) and close it.
+
+    Every text of the figure is drawn as plain text (math text off, also for the tick labels
+    created while drawing), so a ``$`` in a name never makes the figure fail.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.set_title("config $^^$"), ax.set_xticks([0], ["tool $_{$"])
+    >>> png(fig)[:4] == b"\\x89PNG"
+    True
+    """
     import io
 
+    import matplotlib
     import matplotlib.pyplot as plt
+    from matplotlib.text import Text
 
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
+    try:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            fig.savefig(
+                buffer, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None}
+            )
+    finally:
+        plt.close(fig)
     return buffer.getvalue()
 
 
 def show(fig: Figure | None, note: str = "nothing to plot") -> Any:
-    """A displayable PNG image of ``fig``, or ``note`` as text when ``fig`` is None."""
+    """A displayable PNG image of ``fig``, or ``note`` as text when ``fig`` is None.
+
+    ``note`` may hold names (a metric, a config): it is shown as text, never as Markdown.
+    """
     from IPython.display import Image, Markdown
 
     if fig is None:
-        return Markdown(f"*{note}*")
+        return Markdown(f"*{markdown_text(note)}*")
     return Image(data=png(fig), format="png")
 
 

@@ -16,9 +16,9 @@ from retrieval_lib.report.answer import (
     answer_markdown,
     answer_table,
     first_found_by_tool,
-    markdown_text,
     section_anchor,
 )
+from retrieval_lib.safe_text import markdown_text
 from retrieval_lib.stats.impact import ImpactResult, analyze_impact
 from retrieval_lib.study.loader import documents_events
 
@@ -309,7 +309,7 @@ def test_answer_display_shows_markdown_and_plain_sentences() -> None:
     assert repr(shown) == "- Reward: x <b>"
     assert (
         shown._repr_markdown_()
-        == "- Reward: x &lt;b&gt; ([Matched comparison](#Matched-comparison))"
+        == "- Reward&#58; x &#60;b&#62; ([Matched comparison](#Matched-comparison))"
     )
 
 
