@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.table_view import label as display_label
 from retrieval_lib.safe_text import markdown_text
 
 if TYPE_CHECKING:
@@ -379,9 +378,7 @@ def plot_correlation_heatmap(
         )
         ax.set_facecolor("#dddddd")
         ax.set_title(group)
-        ax.set_xticklabels(
-            [display_label(t.get_text()) for t in ax.get_xticklabels()], rotation=30, ha="right"
-        )
+        ax.set_xticklabels([t.get_text() for t in ax.get_xticklabels()], rotation=30, ha="right")
         if ax is not axes[0][0]:
             ax.set_yticklabels([])
     fig.suptitle(
@@ -408,7 +405,7 @@ def plot_scatter_pairs(
             ok = x.notna() & y.notna()
             ax.scatter(x[ok], y[ok], s=28, alpha=0.8, color=colours[config], label=config)
         ax.set_xlabel(row.x)
-        ax.set_ylabel(display_label(row.y))
+        ax.set_ylabel(row.y)
         ax.set_title(f"r={row.r:+.2f} ({row.method}), n={int(row.n)}", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(configs), frameon=False)
@@ -452,9 +449,17 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
     return fig
 
 
-def plot_wins_losses(deltas: pd.DataFrame, metric: str) -> Figure | None:
-    """Horizontal bars of each matched task's delta on ``metric`` (green: treatment better)."""
-    data = deltas[deltas["result"] != "missing"]
+def plot_wins_losses(
+    deltas: pd.DataFrame, metric: str, *, shown: pd.DataFrame | None = None
+) -> Figure | None:
+    """Horizontal bars of each matched task's delta on ``metric`` (green: treatment better).
+
+    The title counts every row of ``deltas`` (the table the report shows beside the chart);
+    ``shown`` (a subset of its rows, e.g. the largest deltas) is what is drawn, and the
+    title then says how many of how many are shown.
+    """
+    drawn = deltas if shown is None else shown
+    data = drawn[drawn["result"] != "missing"]
     if data.empty:
         return None
     colours = {"treatment": "#2a9d8f", "baseline": "#e76f51", "tie": "#8d99ae"}
@@ -466,9 +471,14 @@ def plot_wins_losses(deltas: pd.DataFrame, metric: str) -> Figure | None:
     ax.invert_yaxis()
     base, treat = data["baseline"].iloc[0], data["treatment"].iloc[0]
     ax.set_xlabel(f"{metric}: {treat} − {base}")
-    counts = data["result"].value_counts()
-    ax.set_title(
-        f"Per-task {metric} deltas: treatment better {counts.get('treatment', 0)}, "
-        f"baseline better {counts.get('baseline', 0)}, ties {counts.get('tie', 0)}"
+    counts = deltas["result"].value_counts()
+    with_delta = int(len(deltas) - counts.get("missing", 0))
+    title = (
+        f"Per-task {metric} deltas over {with_delta} matched tasks: treatment better "
+        f"{counts.get('treatment', 0)}, baseline better {counts.get('baseline', 0)}, "
+        f"ties {counts.get('tie', 0)}"
     )
+    if len(data) < with_delta:
+        title += f"\n({len(data)} of {with_delta} shown: the largest |delta|)"
+    ax.set_title(title)
     return fig

@@ -34,6 +34,7 @@ __all__ = [
     "FINGERPRINT_FILENAME",
     "PreparedRuns",
     "StudyTables",
+    "documents_events",
     "event_rows",
     "input_fingerprint",
     "prepare_runs",
@@ -536,6 +537,36 @@ def _document_values(doc: Mapping[str, Any]) -> dict[str, Any]:
         "output_tokens_placeholder": bool(outcome.get("output_tokens_placeholder") or False),
         "harness_version_source": prov.get("harness_version_source"),
     }
+
+
+def documents_events(
+    documents: Sequence[Mapping[str, Any]], config_map: Mapping[str, str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The events table and a minimal trials table (``trial_id, config_family,
+    has_ground_truth``) of documents already in memory (one run's report).
+
+    Trial ids are ``<run>/<config>/<task>/<position>`` (the position keeps repeated trials
+    of a task apart); events are in :data:`EVENT_COLUMNS` order, as in :func:`read_evaluated`.
+    """
+    mapping = config_families(config_map)
+    event_data: list[tuple[Any, ...]] = []
+    trials: list[dict[str, Any]] = []
+    for position, doc in enumerate(documents):
+        prov = doc["provenance"]
+        config = str(prov["config_name"])
+        family = mapping.get(config.lower(), config)
+        trial_id = f"{prov['run_id']}/{config}/{prov['task_name']}/{position}"
+        trials.append(
+            {
+                "trial_id": trial_id,
+                "config_family": family,
+                "has_ground_truth": bool((doc.get("coverage") or {}).get("has_ground_truth")),
+            }
+        )
+        event_data.extend(event_rows(doc, trial_id, family))
+    events = pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
+    trials_frame = pd.DataFrame(trials, columns=["trial_id", "config_family", "has_ground_truth"])
+    return events, trials_frame
 
 
 @dataclass
