@@ -77,6 +77,9 @@ class IngestSummary:
     missing_queries: int
     results_sha256: str
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: The run was already stored by an ingest that stopped before its aggregate; nothing
+    #: was written now (the caller computes the aggregate).
+    resumed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -378,6 +381,42 @@ def _snapshot_golden(
     return snapshot, warnings
 
 
+def _stored_without_aggregate(
+    store: KBStore, run_id: str, results_sha: str, golden_sha: str, golden_queries: int
+) -> IngestSummary | None:
+    """A run an earlier ingest stored but did not aggregate (killed between its commit and
+    the aggregate): its summary when the same results and golden set are ingested again,
+    so the caller completes the aggregate. ``None`` when the run is aggregated.
+
+    Raises
+    ------
+    RunExistsError
+        The run has no aggregate but other inputs: the message names the command that
+        completes it (``retrieval-lib kb aggregate RUN --db DB``).
+    """
+    record = store.get_run(run_id)
+    if record.aggregate is not None:
+        return None
+    ingest = dict(record.ingest or {})
+    if ingest.get("results_sha256") != results_sha or ingest.get("golden_sha256") != golden_sha:
+        raise RunExistsError(
+            f"run {run_id!r} already exists in {store.path} (from other results or another "
+            "golden set) and has no aggregate: an earlier ingest stopped before it; "
+            f"`retrieval-lib kb aggregate {run_id} --db {store.path}` completes that run, "
+            "or choose another --run-id"
+        )
+    return IngestSummary(
+        run_id=run_id,
+        results=int(ingest.get("results") or 0),
+        chunks=int(ingest.get("chunks") or 0),
+        golden_queries=golden_queries,
+        missing_queries=int(ingest.get("missing_query_count") or 0),
+        results_sha256=results_sha,
+        warnings=tuple(ingest.get("warnings") or ()),
+        resumed=True,
+    )
+
+
 def ingest_run(
     store: KBStore,
     results_path: str | Path,
@@ -400,7 +439,10 @@ def ingest_run(
         The run's results JSONL, the golden YAML (snapshotted into the run), the chunk
         inventory JSONL and a JSON config (snapshotted as ``config_snapshot_json``).
     run_id
-        Defaults to :func:`default_run_id`; an existing id is an error.
+        Defaults to :func:`default_run_id`; an existing id is an error, except for a run
+        stored by an earlier ingest of the same results and golden set that stopped before
+        its aggregate: its summary is returned with ``resumed`` set (nothing is written),
+        and the caller completes the aggregate.
     chunker_version
         Stored as is; compare uses it to choose exact or fallback matching.
     suite
@@ -433,6 +475,11 @@ def ingest_run(
     if not run_id.strip():
         raise IngestError("run id must not be empty")
     if store.has_run(run_id):
+        resumed = _stored_without_aggregate(
+            store, run_id, results_sha, golden.sha256, len(golden)
+        )
+        if resumed is not None:
+            return resumed
         raise RunExistsError(
             f"run {run_id!r} already exists in {store.path}; runs are immutable, "
             "choose another --run-id or delete the old run"
