@@ -193,7 +193,9 @@ def finish_normalize(
 
 def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
     """Before an evaluation writes anything: check the documents against the record
-    (:func:`check_normalized`) and mark the evaluation incomplete."""
+    (:func:`check_normalized`), mark the evaluation incomplete, and remove the impact
+    document of the table about to be replaced and the temporary files a killed writer
+    left."""
     folder = Path(events_dir)
     check_normalized(folder)
     record = read_record(folder)
@@ -210,6 +212,7 @@ def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
     _write(folder, record)
     # made from the table that is about to be replaced
     (folder / IMPACT_NAME).unlink(missing_ok=True)
+    remove_orphaned_temporaries([folder])
 
 
 def _sha256(path: Path) -> str:

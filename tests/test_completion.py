@@ -50,7 +50,9 @@ def test_the_record_names_every_file_written_with_its_size_and_code(evaluated, s
     folder = evaluated[0]
     record = read_record(folder)
     assert record["record_version"] == "1.0"
-    assert record["run"] == str((runs / folder.parent.name).resolve())
+    run = Path(record["run"])
+    assert run.name == folder.parent.name and run.is_relative_to(runs.resolve())
+    assert (run / "result.json").is_file() or any(run.rglob("result.json"))
     assert record["inputs"]["tasks_root"] == str(tasks.resolve())
     assert len(record["generator"]["code"]) == 16
     documents = {
@@ -99,6 +101,7 @@ def test_evaluate_refuses_an_interrupted_normalisation_by_name(evaluated, synth)
     folder = evaluated[0]
     record_path = folder / COMPLETION_FILENAME
     record = read_record(folder)
+    run_path = record["run"]
     record["normalize"] = {"complete": False}
     import json
 
@@ -109,7 +112,7 @@ def test_evaluate_refuses_an_interrupted_normalisation_by_name(evaluated, synth)
     run = folder.parent.name
     assert f"run {run!r}" in message and "normalisation is incomplete" in message
     assert (
-        f"retrieval-lib normalize {(runs / run).resolve()} --tasks-root {tasks.resolve()} "
+        f"retrieval-lib normalize {run_path} --tasks-root {tasks.resolve()} "
         f"--out {folder.parent.parent.resolve()}"
     ) in message
 
@@ -180,22 +183,32 @@ def test_an_evaluated_folder_given_to_the_study_is_checked(evaluated):
         prepare_runs([folder.parent], None)
 
 
-def test_the_study_reads_failed_trials_from_the_record(synth, tmp_path):
+def test_the_study_reads_failed_trials_from_the_record(synth, tmp_path, monkeypatch):
+    import retrieval_lib.normalize as normalize
     from retrieval_lib.study.loader import prepare_runs, read_evaluated
 
     runs, tasks = synth
     copy = tmp_path / "runs"
     shutil.copytree(runs, copy)
-    result = sorted(copy.rglob("result.json"))[0]
-    result.write_text("{not json")
+    result = sorted(p for p in copy.rglob("result.json") if (p.parent / "agent").is_dir())[0]
+    build = normalize.build_document
+
+    def failing(trial, *args, **kwargs):
+        if trial.trial_dir == result.parent:
+            raise ValueError("broken on purpose")
+        return build(trial, *args, **kwargs)
+
+    monkeypatch.setattr(normalize, "build_document", failing)
     out = tmp_path / "out"
     prepared = prepare_runs([copy], tasks, out=out)
     failed = [
-        f for d in prepared.events_dirs for f in read_record(d)["normalize"]["failed_trials"]
+        (d, f) for d in prepared.events_dirs for f in read_record(d)["normalize"]["failed_trials"]
     ]
-    assert len(failed) == 1 and failed[0]["trial"] == result.parent.relative_to(
-        next(r for r in copy.iterdir() if result.is_relative_to(r))
-    ).as_posix()
+    assert len(failed) == 1
+    folder, entry = failed[0]
+    run = Path(read_record(folder)["run"])
+    assert entry["trial"] == result.parent.relative_to(run).as_posix()
+    assert entry["error"] == "ValueError: broken on purpose"
     exclusions = read_evaluated(prepared.events_dirs).exclusions
     assert list(exclusions["stage"]) == ["normalize"]
 
