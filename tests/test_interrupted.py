@@ -212,8 +212,8 @@ def test_killed_evaluate_is_refused_by_impact_and_redone_by_evaluate(data, tmp_p
     _assert_all_gone(family)
     record = read_record(events[0])
     assert record["evaluate"] == {"complete": False}
-    for command in (["impact", out], ["study", events[0].parent, "--out", tmp_path / "s",
-                                      "--no-report"]):
+    study = ["study", events[0].parent, "--tasks-root", tasks, "--out", tmp_path / "s"]
+    for command in (["impact", out], [*study, "--no-report"]):
         result = _run(*command)
         assert result.returncode != 0, (command, result.stdout)
         assert f"run {events[0].parent.name!r}" in result.stderr, result.stderr
