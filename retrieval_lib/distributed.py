@@ -574,12 +574,11 @@ def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> 
 def _run_documents(path: str | Path) -> tuple[Path, list[Path]]:
     """The absolute events folder of ``path`` and its documents (workers may run in
     another working directory)."""
+    from retrieval_lib.completion import begin_evaluate
     from retrieval_lib.errors import InputError
     from retrieval_lib.events.document import find_documents
     from retrieval_lib.metrics.stages import EVENTS_SUFFIX
     from retrieval_lib.metrics.summary import _events_dir
-
-    from retrieval_lib.completion import begin_evaluate
 
     events_dir = _events_dir(Path(path)).resolve()
     begin_evaluate(events_dir)  # refuses an incomplete normalisation

@@ -78,6 +78,7 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
         max_workers=workers, initializer=die_with_parent, initargs=(os.getpid(),)
     )
 
+
 J = TypeVar("J")
 
 

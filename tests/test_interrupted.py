@@ -182,7 +182,9 @@ def test_killed_normalize_leaves_no_worker_and_evaluate_refuses_the_partial_run(
     partial = _documents(out)
     assert 0 < partial < _trials(runs)
     incomplete = [
-        d for d in sorted(out.glob("*/retrieval_events")) if not read_record(d)["normalize"]["complete"]
+        d
+        for d in sorted(out.glob("*/retrieval_events"))
+        if not read_record(d)["normalize"]["complete"]
     ]
     assert incomplete
     # evaluate refuses the partial run by name, with the command that completes it
@@ -209,9 +211,7 @@ def test_killed_evaluate_is_refused_by_impact_and_redone_by_evaluate(data, tmp_p
     events = sorted(out.glob("*/retrieval_events"))
     # a complete evaluate first: its summary and table must not be used after the kill
     assert _run("evaluate", out).returncode == 0
-    family = _kill_when_stalled(
-        ["evaluate", out], tmp_path, "*.retrieval_metrics.json", 5
-    )
+    family = _kill_when_stalled(["evaluate", out], tmp_path, "*.retrieval_metrics.json", 5)
     _assert_all_gone(family)
     partial = [e for e in events if read_record(e)["evaluate"] == {"complete": False}]
     assert len(partial) == 1
@@ -241,9 +241,11 @@ def test_killed_study_leaves_no_worker_and_the_next_study_redoes_the_run(data, t
     import pandas as pd
 
     tables = out / "study" / "tables"
-    trials = pd.read_parquet(tables / "trials.parquet") if (
-        tables / "trials.parquet"
-    ).is_file() else pd.read_csv(tables / "trials.csv")
+    trials = (
+        pd.read_parquet(tables / "trials.parquet")
+        if (tables / "trials.parquet").is_file()
+        else pd.read_csv(tables / "trials.csv")
+    )
     assert len(trials) == _trials(runs)
 
 
@@ -262,8 +264,19 @@ def test_killed_dask_normalize_leaves_no_process_and_evaluate_refuses_the_partia
     runs, tasks = data
     out = tmp_path / "out"
     family = _kill_when_stalled(
-        ["normalize", runs, "--tasks-root", tasks, "--out", out, "--dask-workers", "2",
-         "--dask-batch", "4", "--quiet"],
+        [
+            "normalize",
+            runs,
+            "--tasks-root",
+            tasks,
+            "--out",
+            out,
+            "--dask-workers",
+            "2",
+            "--dask-batch",
+            "4",
+            "--quiet",
+        ],
         tmp_path,
         "*.retrieval_events.json",
         3,

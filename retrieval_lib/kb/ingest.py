@@ -382,7 +382,7 @@ def _snapshot_golden(
 
 
 def _stored_without_aggregate(
-    store: KBStore, run_id: str, results_sha: str, golden_sha: str, golden_queries: int
+    store: KBStore, run_id: str, results_sha: str, golden_sha: str | None, golden_queries: int
 ) -> IngestSummary | None:
     """A run an earlier ingest stored but did not aggregate (killed between its commit and
     the aggregate): its summary when the same results and golden set are ingested again,
@@ -475,9 +475,7 @@ def ingest_run(
     if not run_id.strip():
         raise IngestError("run id must not be empty")
     if store.has_run(run_id):
-        resumed = _stored_without_aggregate(
-            store, run_id, results_sha, golden.sha256, len(golden)
-        )
+        resumed = _stored_without_aggregate(store, run_id, results_sha, golden.sha256, len(golden))
         if resumed is not None:
             return resumed
         raise RunExistsError(

@@ -635,8 +635,7 @@ def _probe(path: Path, *, create: bool) -> None:
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         tables = {
-            name
-            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
     except sqlite3.Error as exc:
         raise StoreSchemaError(f"{path} is not a readable SQLite database: {exc}") from exc

@@ -590,9 +590,8 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     >>> result.documents, result.computable, result.summary_path.name
     (1, 0, 'run_retrieval_summary.json')
     """
-    from retrieval_lib.events.document import find_documents
-
     from retrieval_lib.completion import begin_evaluate
+    from retrieval_lib.events.document import find_documents
 
     started = time.perf_counter()
     ks = normalize_k(k)
