@@ -167,6 +167,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
             chunker_version=args.chunker_version,
             config_path=args.config,
             suite=args.suite,
+            resume=True,  # a run stored by an ingest killed before its aggregate
         )
         aggregate = compute_aggregate(store, summary.run_id)
         store_aggregate(store, summary.run_id, aggregate)

@@ -627,7 +627,10 @@ def _probe(path: Path, *, create: bool) -> None:
     except OSError as exc:
         raise KBError(f"cannot read knowledge-base store {path}: {exc}") from exc
     if header != _SQLITE_HEADER:
-        raise StoreSchemaError(f"{path} is not an SQLite database (its header differs)")
+        raise StoreSchemaError(
+            f"cannot open {path} as an SQLite database: file is not a database "
+            "(its header differs; left unchanged)"
+        )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:

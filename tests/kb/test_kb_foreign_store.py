@@ -150,3 +150,17 @@ def test_other_inputs_for_a_run_without_aggregate_name_the_repair_command(tmp_pa
     err = capsys.readouterr().err
     assert f"retrieval-lib kb aggregate {RUN.run_id} --db {db}" in err
     assert main(["kb", "aggregate", RUN.run_id, "--db", str(db)]) == 0
+
+
+def test_the_library_refuses_a_second_ingest_but_names_the_repair(tmp_path):
+    from retrieval_lib.kb.exceptions import RunExistsError
+
+    db = tmp_path / "eval.sqlite"
+    args = (EXAMPLE / RUN.results_file, EXAMPLE / "golden.yaml")
+    with KBStore(db) as store:
+        ingest_run(store, *args, run_id="r")
+        with pytest.raises(RunExistsError, match="retrieval-lib kb aggregate r --db"):
+            ingest_run(store, *args, run_id="r")
+        resumed = ingest_run(store, *args, run_id="r", resume=True)
+        assert resumed.resumed and resumed.results == 25
+        assert store.count_rows("r")["results"] == 25
