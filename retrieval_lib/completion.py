@@ -154,11 +154,15 @@ def begin_normalize(
 
 
 def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+    """``{path relative to events_dir: size}``; absolute paths are taken as resolved
+    already (the writers resolve them), relative ones are resolved."""
     root = events_dir.resolve()
     out: dict[str, int] = {}
     for raw in paths:
-        path = Path(raw).resolve()
-        out[path.relative_to(root).as_posix()] = path.stat().st_size
+        path = Path(raw)
+        if not path.is_absolute():
+            path = path.resolve()
+        out[path.relative_to(root).as_posix()] = os.stat(path).st_size
     return dict(sorted(out.items()))
 
 
