@@ -154,13 +154,13 @@ def begin_normalize(
 
 
 def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
-    """``{path relative to events_dir: size}``; absolute paths are taken as resolved
-    already (the writers resolve them), relative ones are resolved."""
+    """``{path relative to events_dir: size}``; a path is resolved only when it is not
+    already an absolute path below the resolved ``events_dir`` (the writers resolve)."""
     root = events_dir.resolve()
     out: dict[str, int] = {}
     for raw in paths:
         path = Path(raw)
-        if not path.is_absolute():
+        if not path.is_absolute() or not path.is_relative_to(root):
             path = path.resolve()
         out[path.relative_to(root).as_posix()] = os.stat(path).st_size
     return dict(sorted(out.items()))
