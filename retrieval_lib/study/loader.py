@@ -3,11 +3,12 @@
 :func:`prepare_runs` normalises and evaluates the runs under the given paths that are not
 yet evaluated, or whose inputs changed since (a fingerprint of every input file's path,
 size and modification time, the task definitions' ground-truth files, the library version
-and the cut-offs, kept in the run's completion record ``retrieval_events/
-completion_record.json``, :mod:`retrieval_lib.completion`); up-to-date outputs whose files
-still match the record are reused as they are. :func:`read_evaluated` reads evaluated runs into the tables of a
-:class:`~retrieval_lib.study.core.Study`, one document at a time (memory grows with the
-number of events, not with the size of the documents).
+and the cut-offs, kept in the run's completion record
+``retrieval_events/completion_record.json``, :mod:`retrieval_lib.completion`); up-to-date
+outputs whose files still match the record are reused as they are. :func:`read_evaluated`
+reads evaluated runs into the tables of a :class:`~retrieval_lib.study.core.Study`, one
+document at a time (memory grows with the number of events, not with the size of the
+documents).
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
