@@ -79,6 +79,9 @@ class IngestSummary:
     missing_queries: int
     results_sha256: str
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: The run was already stored by an ingest that stopped before its aggregate; nothing
+    #: was written now (the caller computes the aggregate).
+    resumed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -411,6 +414,51 @@ def _snapshot_golden(
     return snapshot, warnings
 
 
+def _stored_without_aggregate(
+    store: KBStore,
+    run_id: str,
+    results_sha: str,
+    golden_sha: str | None,
+    golden_queries: int,
+    *,
+    resume: bool,
+) -> IngestSummary | None:
+    """A run an earlier ingest stored but did not aggregate (killed between its commit and
+    the aggregate): with ``resume``, its summary when the same results and golden set are
+    ingested again, so the caller completes the aggregate. ``None`` when the run is
+    aggregated.
+
+    Raises
+    ------
+    RunExistsError
+        The run has no aggregate but other inputs (or ``resume`` is off): the message
+        names the command that completes it (``retrieval-lib kb aggregate RUN --db DB``).
+    """
+    record = store.get_run(run_id)
+    if record.aggregate is not None:
+        return None
+    ingest = dict(record.ingest or {})
+    same = ingest.get("results_sha256") == results_sha and ingest.get("golden_sha256") == golden_sha
+    if not (resume and same):
+        raise RunExistsError(
+            f"run {run_id!r} already exists in {store.path}"
+            + ("" if same else " (from other results or another golden set)")
+            + " and has no aggregate: an earlier ingest stopped before it; "
+            f"`retrieval-lib kb aggregate {run_id} --db {store.path}` completes that run, "
+            "or choose another --run-id"
+        )
+    return IngestSummary(
+        run_id=run_id,
+        results=int(ingest.get("results") or 0),
+        chunks=int(ingest.get("chunks") or 0),
+        golden_queries=golden_queries,
+        missing_queries=int(ingest.get("missing_query_count") or 0),
+        results_sha256=results_sha,
+        warnings=tuple(ingest.get("warnings") or ()),
+        resumed=True,
+    )
+
+
 def ingest_run(
     store: KBStore,
     results_path: str | Path,
@@ -422,6 +470,7 @@ def ingest_run(
     config_path: str | Path | None = None,
     suite: str | None = None,
     progress: Callable[[int], None] | None = None,
+    resume: bool = False,
 ) -> IngestSummary:
     """Ingest a run in one transaction; see the module docstring for the formats.
 
@@ -433,7 +482,12 @@ def ingest_run(
         The run's results JSONL, the golden YAML (snapshotted into the run), the chunk
         inventory JSONL and a JSON config (snapshotted as ``config_snapshot_json``).
     run_id
-        Defaults to :func:`default_run_id`; an existing id is an error.
+        Defaults to :func:`default_run_id`; an existing id is an error (for a run
+        without aggregate, the message names ``retrieval-lib kb aggregate``).
+    resume
+        A run stored by an earlier ingest of the same results and golden set that stopped
+        before its aggregate is not an error: its summary is returned with ``resumed`` set
+        (nothing is written), and the caller completes the aggregate (``kb ingest`` does).
     chunker_version
         Stored as is; compare uses it to choose exact or fallback matching.
     suite
@@ -468,6 +522,11 @@ def ingest_run(
     if not run_id.strip():
         raise IngestError("run id must not be empty")
     if store.has_run(run_id):
+        resumed = _stored_without_aggregate(
+            store, run_id, results_sha, golden.sha256, len(golden), resume=resume
+        )
+        if resumed is not None:
+            return resumed
         raise RunExistsError(
             f"run {run_id!r} already exists in {store.path}; runs are immutable, "
             "choose another --run-id or delete the old run"
