@@ -270,14 +270,20 @@ def cluster_bootstrap_mean(
     means = np.empty(n_boot)
     equal = bool(np.all(counts == counts[0]))
     chunk = max(1, _BOOT_CELLS // k)
+    gathered = np.empty((min(chunk, n_boot), k))
     for start in range(0, n_boot, chunk):
         stop = min(start + chunk, n_boot)
         drawn = rng.random((stop - start, k))
         drawn *= k
         idx = drawn.astype(np.intp)
-        np.minimum(idx, k - 1, out=idx)  # guards the (impossible) u*k == k after rounding
-        total = sums[idx].sum(axis=1)
-        # equal cluster sizes: the denominator is constant (k * c)
-        means[start:stop] = total / (k * counts[0]) if equal else total / counts[idx].sum(axis=1)
+        out = gathered[: stop - start]
+        # "clip" guards the (impossible) u*k == k after rounding and skips bounds checks
+        np.take(sums, idx, mode="clip", out=out)
+        total = out.sum(axis=1)
+        if equal:  # equal cluster sizes: the denominator is constant (k * c)
+            means[start:stop] = total / (k * counts[0])
+        else:
+            np.take(counts, idx, mode="clip", out=out)
+            means[start:stop] = total / out.sum(axis=1)
     low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
     return ClusterMeanCI(k, n_trials, mean, float(low), float(high), None)
