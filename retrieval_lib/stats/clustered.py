@@ -10,6 +10,9 @@ one of the two standard remedies, both here:
   the estimate: config or family, model), the mean of each column over the task's trials
   with a value, with the trial counts. Any later statistic (a mean with its bootstrap CI,
   a correlation) then has ``n`` = tasks.
+* :func:`task_mean_ci` — aggregate first, then the mean over tasks (each task counts
+  once, however often it was repeated) with the library's percentile bootstrap over the
+  task means; :func:`correlate_by_task` — correlations over one value per task.
 * :func:`cluster_bootstrap_mean` — **cluster bootstrap**: the mean over trials, with a
   percentile interval from resampling *tasks* with replacement and keeping all trials
   of a drawn task. Used where the grouping is a property of the trial (a retrieval tier,
@@ -57,7 +60,9 @@ __all__ = [
     "ClusterMeanCI",
     "aggregate_by_task",
     "cluster_bootstrap_mean",
+    "correlate_by_task",
     "n_text",
+    "task_mean_ci",
     "task_keys",
 ]
 
@@ -287,3 +292,181 @@ def cluster_bootstrap_mean(
             means[start:stop] = total / out.sum(axis=1)
     low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
     return ClusterMeanCI(k, n_trials, mean, float(low), float(high), None)
+
+
+def task_mean_ci(
+    values: Iterable[Any] | np.ndarray | pd.Series,
+    tasks: Iterable[Any] | np.ndarray | pd.Series,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> ClusterMeanCI:
+    """Aggregate first: the mean over tasks of each task's mean, with a bootstrap over tasks.
+
+    Each task's value is the mean of its trials with a value (the rule of the matched
+    comparison, ``combine="mean"``); the estimate is the mean of those task means and its
+    interval the percentile bootstrap of
+    :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci` over them, so ``n`` is the
+    number of tasks. Without repeats it is the plain mean with the plain bootstrap.
+
+    Parameters
+    ----------
+    values, tasks : array-like
+        One value and one task per trial; missing values are left out.
+    alpha, n_boot, seed
+        As :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`.
+
+    Returns
+    -------
+    ClusterMeanCI
+        ``mean`` is the mean of the task means.
+
+    Examples
+    --------
+    >>> r = task_mean_ci([1.0, 1.0, 0.0, 0.0], ["a", "a", "a", "b"], n_boot=200)
+    >>> (r.n_tasks, r.n_trials, round(r.mean, 4))
+    (2, 4, 0.3333)
+    """
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+
+    array = as_float(
+        pd.Series(list(values) if not isinstance(values, pd.Series) else values)
+    ).to_numpy(dtype=float)
+    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
+    if len(keys) != array.size:
+        raise StatisticsError(
+            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
+        )
+    finite = np.isfinite(array)
+    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
+    k = int(codes.max()) + 1 if codes.size else 0
+    if k == 0:
+        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
+    task_means = np.bincount(codes, weights=array[finite], minlength=k) / np.bincount(
+        codes, minlength=k
+    )
+    mean, n_trials = float(task_means.mean()), int(finite.sum())
+    if k == 1:
+        return ClusterMeanCI(
+            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
+        )
+    low, high = bootstrap_mean_ci(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
+    return ClusterMeanCI(k, n_trials, mean, low, high, None)
+
+
+def _majority(values: pd.Series) -> pd.Series:
+    """A task's pass/fail from its pass rate: more than half passed; an even split is NaN."""
+    array = values.to_numpy(dtype=float)
+    out = np.where(array > 0.5, 1.0, np.where(array < 0.5, 0.0, np.nan))
+    return pd.Series(out, index=values.index)
+
+
+def correlate_by_task(
+    df: pd.DataFrame,
+    metrics: str | Sequence[str] = "key",
+    outcomes: Iterable[str] | None = None,
+    by: str | None = "config_name",
+    min_n: int = 5,
+    *,
+    exclude_flagged: bool = False,
+    task: str = TASK_COLUMN,
+) -> pd.DataFrame:
+    """:func:`~retrieval_lib.stats.correlation.correlate_metrics` over one value per task.
+
+    Repeated trials are averaged per task first (within each ``by`` group, and over all
+    trials for the pooled group), so every correlation's ``n`` counts tasks. A binary
+    outcome (``passed``) becomes the task's majority result: passed when more than half of
+    its trials passed, failed when fewer, left out on an even split (the rule of the
+    matched McNemar test). An errored or timed-out trial marks its task as flagged
+    (``n_flagged`` counts tasks); ``exclude_flagged`` leaves such trials out before
+    averaging.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per trial (needs ``task_name``).
+    metrics, outcomes, by, min_n, exclude_flagged
+        As :func:`~retrieval_lib.stats.correlation.correlate_metrics`.
+    task : str
+        Task column (default ``task_name``, the matched comparison's key).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of ``correlate_metrics`` with ``n_trials`` after ``n``: the trials of
+        the ``n`` tasks (``n`` counts tasks with a value of both ``x`` and ``y``).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"config_name": ["a"] * 7,
+    ...     "task_name": ["t1", "t1", "t2", "t3", "t4", "t5", "t5"],
+    ...     "file.AP": [0.1, 0.3, 0.2, 0.3, 0.5, 0.9, 0.7],
+    ...     "reward": [0.0, 0.0, 0.5, 0.4, 1.0, 1.0, 1.0]})
+    >>> out = correlate_by_task(df, outcomes=["reward"], by=None)
+    >>> out[["method", "n", "n_trials"]].values.tolist()
+    [['pearson', 5, 7], ['spearman', 5, 7]]
+    """
+    from retrieval_lib.stats.columns import (
+        BINARY_OUTCOMES,
+        OUTCOME_COLUMNS,
+        require_columns,
+        resolve_metrics,
+    )
+    from retrieval_lib.stats.correlation import (
+        FLAG_COLUMNS,
+        POOLED_GROUP,
+        correlate_metrics,
+    )
+
+    require_columns(df, [task])
+    metric_list = resolve_metrics(df, metrics)
+    outcome_list = [o for o in (OUTCOME_COLUMNS if outcomes is None else outcomes) if o in df]
+    flagged = np.zeros(len(df), dtype=bool)
+    for column in FLAG_COLUMNS:
+        if column in df.columns:
+            flagged |= np.nan_to_num(as_float(df[column]).to_numpy(), nan=0.0) != 0.0
+    rows = df.assign(_flagged=flagged.astype(float))
+    if exclude_flagged:
+        rows = rows[~flagged]
+    columns = list(dict.fromkeys([*metric_list, *outcome_list]))
+
+    def per_task(group_by: Sequence[str]) -> pd.DataFrame:
+        agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
+        for outcome in outcome_list:
+            if outcome in BINARY_OUTCOMES:
+                agg[outcome] = _majority(agg[outcome])
+        agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
+        return agg
+
+    def with_trials(result: pd.DataFrame, agg: pd.DataFrame, group: str | None) -> pd.DataFrame:
+        counts = []
+        for row in result[["group", "x", "y"]].itertuples(index=False):
+            sub = agg if group is None else agg[agg[by].astype(str) == row.group]
+            x, y = sub[row.x].to_numpy(float), sub[row.y].to_numpy(float)
+            complete = np.isfinite(x) & np.isfinite(y)
+            counts.append(int(sub["n_trials"].to_numpy()[complete].sum()))
+        result.insert(result.columns.get_loc("n") + 1, "n_trials", counts)
+        return result
+
+    parts = []
+    pooled = per_task(())
+    parts.append(
+        with_trials(
+            correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n),
+            pooled,
+            None,
+        )
+    )
+    if by is not None:
+        require_columns(df, [by])
+        grouped = per_task([by])
+        grouped[by] = grouped[by].astype("string").fillna("(none)")
+        result = correlate_metrics(grouped, metric_list, outcome_list, by=by, min_n=min_n)
+        result = result[result["group"] != POOLED_GROUP].reset_index(drop=True)
+        parts.append(with_trials(result, grouped, by))
+    frames = [p for p in parts if not p.empty]
+    if not frames:
+        return parts[0]
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["group", "x", "y", "method"], kind="mergesort").reset_index(drop=True)

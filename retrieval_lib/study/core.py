@@ -176,8 +176,8 @@ class Study:
         return pair_families(self.analysed["config_family"].astype(str), o.baseline, o.treatment)
 
     def impact(self) -> ImpactResult:
-        """Correlations over all trials and matched comparisons of each family pair
-        (computed once per study and options)."""
+        """Correlations over one value per task (per family, and pooled) and matched
+        comparisons of each family pair (computed once per study and options)."""
         return self._impact_result
 
     @functools.cached_property
@@ -254,8 +254,8 @@ class Study:
 
 def _impact(study: Study) -> ImpactResult:
     """Matched comparisons per family pair and correlations over all trials, one result."""
+    from retrieval_lib.stats.clustered import correlate_by_task
     from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
-    from retrieval_lib.stats.correlation import correlate_metrics
     from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
 
     o = study.options
@@ -300,7 +300,7 @@ def _impact(study: Study) -> ImpactResult:
     }
     return ImpactResult(
         pairs=stack("pairs"),
-        correlations=correlate_metrics(frame, metrics, min_n=5),
+        correlations=correlate_by_task(frame, metrics, min_n=5),
         comparisons=stack("comparisons"),
         mcnemar=stack("mcnemar"),
         per_task=stack("per_task"),
