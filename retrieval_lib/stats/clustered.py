@@ -446,7 +446,7 @@ def correlate_by_task(
             x, y = sub[row.x].to_numpy(float), sub[row.y].to_numpy(float)
             complete = np.isfinite(x) & np.isfinite(y)
             counts.append(int(sub["n_trials"].to_numpy()[complete].sum()))
-        result.insert(result.columns.get_loc("n") + 1, "n_trials", counts)
+        result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
         return result
 
     parts = []
