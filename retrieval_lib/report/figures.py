@@ -161,7 +161,7 @@ def plot_quality(
     ax.set_yticks(range(len(metrics)), metrics)
     ax.invert_yaxis()
     ax.set_xlim(-0.05, 1.1)
-    ax.set_xlabel("mean over trials (bars: bootstrap CI)")
+    ax.set_xlabel("mean over tasks (bars: bootstrap CI over task means)")
     ax.set_title(title)
     ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=max(len(configs), 1), frameon=False

@@ -148,12 +148,13 @@ class Study:
         return frame.rename(columns={"config_family": "config_name"})
 
     def leaderboard(self) -> pd.DataFrame:
-        """Model × config family (:func:`retrieval_lib.study.analysis.leaderboard`)."""
+        """Model × config family, repeats averaged per task first
+        (:func:`retrieval_lib.study.analysis.leaderboard`)."""
         o = self.options
         return analysis.leaderboard(self.analysed, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
 
     def tiers(self, metric: str = "file.recall") -> pd.DataFrame:
-        """Reward and pass rate by retrieval tier per family."""
+        """Reward and pass rate by retrieval tier per family (task-cluster bootstrap CIs)."""
         o = self.options
         return analysis.retrieval_tiers(
             self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed
@@ -198,7 +199,8 @@ class Study:
         )
 
     def calibration(self, metric: str) -> pd.DataFrame:
-        """``metric`` by candidate-set size × evidence type over every trial."""
+        """``metric`` by candidate-set size × evidence type: mean over the slice's trials, CI
+        by the task-cluster bootstrap, ``n`` in tasks (:func:`~retrieval_lib.report.tables.calibration_table`)."""
         from retrieval_lib.report.tables import calibration_table
 
         o = self.options
