@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ci_text", "number_text", "readable", "tool_table"]
+__all__ = ["ci_text", "n_label", "number_text", "readable", "tool_table"]
 
 
 def number_text(value: Any, digits: int = 3) -> str:
@@ -46,9 +46,29 @@ def _missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def ci_text(mean: Any, low: Any, high: Any, digits: int = 3, n: Any = None) -> str:
+def n_label(n: Any, trials: Any = None) -> str:
+    """An ``n`` as a reader reads it: ``n=4``, or tasks with the trials beside them.
+
+    Examples
+    --------
+    >>> n_label(4), n_label(40, 209), n_label(1, 1), n_label(None)
+    ('n=4', '40 tasks, 209 trials', '1 task, 1 trial', '')
+    """
+    if _missing(n):
+        return ""
+    if _missing(trials):
+        return f"n={int(n)}"
+    from retrieval_lib.stats.clustered import n_text
+
+    return n_text(n, trials)
+
+
+def ci_text(
+    mean: Any, low: Any, high: Any, digits: int = 3, n: Any = None, trials: Any = None
+) -> str:
     """``mean [low, high]`` and ``(n=…)`` when given; the interval is left out when missing,
-    everything when the mean is (but ``n=0`` is still said).
+    everything when the mean is (but ``n=0`` is still said). With ``trials``, ``n`` counts
+    tasks and is shown as ``(40 tasks, 209 trials)``.
 
     Examples
     --------
@@ -56,8 +76,10 @@ def ci_text(mean: Any, low: Any, high: Any, digits: int = 3, n: Any = None) -> s
     ('0.50 [0.20, 0.80]', '1.00', '')
     >>> ci_text(0.5, 0.2, 0.8, 2, n=4), ci_text(None, None, None, n=0)
     ('0.50 [0.20, 0.80] (n=4)', 'n=0')
+    >>> ci_text(0.5, 0.2, 0.8, 2, n=40, trials=209)
+    '0.50 [0.20, 0.80] (40 tasks, 209 trials)'
     """
-    count = "" if _missing(n) else f"n={int(n)}"
+    count = n_label(n, trials)
     if _missing(mean):
         return count
     text = number_text(mean, digits)
@@ -66,8 +88,11 @@ def ci_text(mean: Any, low: Any, high: Any, digits: int = 3, n: Any = None) -> s
     return f"{text} ({count})" if count else text
 
 
-def _ci_groups(columns: Sequence[str]) -> list[tuple[str, str | None, str | None, str | None, str]]:
-    """``(mean, low, high, n, label)`` column names of every mean (interval and n optional)."""
+def _ci_groups(
+    columns: Sequence[str],
+) -> list[tuple[str, str | None, str | None, str | None, str | None, str]]:
+    """``(mean, low, high, n, trials, label)`` column names of every mean (interval, n and
+    trials optional)."""
     names = set(columns)
     groups = []
     for column in columns:
@@ -82,6 +107,8 @@ def _ci_groups(columns: Sequence[str]) -> list[tuple[str, str | None, str | None
             continue
         has_ci = low in names and high in names
         has_n = n is not None and n in names
+        trials = f"{n}_trials" if n is not None else None
+        has_trials = has_n and trials in names
         if has_ci or has_n:
             groups.append(
                 (
@@ -89,6 +116,7 @@ def _ci_groups(columns: Sequence[str]) -> list[tuple[str, str | None, str | None
                     low if has_ci else None,
                     high if has_ci else None,
                     n if has_n else None,
+                    trials if has_trials else None,
                     label,
                 )
             )
@@ -106,10 +134,20 @@ def readable(
 
     Each ``<x>_mean`` (or ``mean`` / ``mean_delta``) with ``<x>_ci_low`` / ``<x>_ci_high``
     and/or ``<x>_n`` becomes one text column: ``<x> [level]`` holding ``mean [low, high]
-    (n=…)`` when there is an interval, ``<x>`` holding ``mean (n=…)`` otherwise. Columns
-    named in ``constant`` that hold a single value are dropped and named in the caption
-    (``name: value``); missing values show as empty cells. Row order and every other
-    column are kept.
+    (n=…)`` when there is an interval, ``<x>`` holding ``mean (n=…)`` otherwise; with
+    ``<x>_n_trials`` the n counts tasks and reads ``(40 tasks, 209 trials)`` (and
+    ``<x>_n_tasks`` is dropped). A table with ``n_tasks`` and ``n_trials`` columns shows
+    them as one ``n`` column (``40 tasks, 209 trials``) in place of ``n``. Columns named in
+    ``constant`` that hold a single value are dropped and named in the caption (``name:
+    value``); missing values show as empty cells. Row order and every other column are
+    kept.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"metric": ["x"], "n": [2], "n_tasks": [2], "n_trials": [5],
+    ...     "mean": [0.5], "ci_low": [0.25], "ci_high": [0.75]})
+    >>> readable(t)[0].to_dict("list")
+    {'metric': ['x'], 'n': ['2 tasks, 5 trials'], 'mean [95% CI]': ['0.500 [0.250, 0.750]']}
     """
     shown = frame.copy()
     captions = []
@@ -117,18 +155,28 @@ def readable(
         if column in shown.columns and shown[column].astype(str).nunique() <= 1 and len(shown):
             captions.append(f"{column}: {shown[column].iloc[0]}")
             shown = shown.drop(columns=column)
-    for mean, low, high, n, label in _ci_groups(list(shown.columns)):
-        dropped = {c for c in (mean, low, high, n) if c}
+    if {"n_tasks", "n_trials"} <= set(shown.columns):
+        counts = [n_label(k, t) for k, t in zip(shown["n_tasks"], shown["n_trials"], strict=True)]
+        anchor = "n" if "n" in shown.columns else "n_tasks"
+        position = list(shown.columns).index(anchor)
+        shown = shown.drop(columns=[c for c in ("n", "n_tasks", "n_trials") if c in shown])
+        position = min(position, len(shown.columns))
+        shown.insert(position, "n", counts)
+    for mean, low, high, n, trials, label in _ci_groups(list(shown.columns)):
+        dropped = {c for c in (mean, low, high, n, trials) if c}
+        if n is not None and f"{n}_tasks" in shown.columns and trials:
+            dropped.add(f"{n}_tasks")
         before = list(shown.columns)[: list(shown.columns).index(mean)]
         position = len([c for c in before if c not in dropped])
         empty = [None] * len(shown)
         text = [
-            ci_text(m, lo, hi, digits, count)
-            for m, lo, hi, count in zip(
+            ci_text(m, lo, hi, digits, count, k)
+            for m, lo, hi, count, k in zip(
                 shown[mean],
                 shown[low] if low else empty,
                 shown[high] if high else empty,
                 shown[n] if n else empty,
+                shown[trials] if trials else empty,
                 strict=True,
             )
         ]

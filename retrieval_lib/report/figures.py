@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from retrieval_lib.report.display import n_label
 from retrieval_lib.safe_text import markdown_text
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def plot_quality(
         )
         for yy, (_, row) in zip(y[ok], rows[ok].iterrows(), strict=True):
             ax.annotate(
-                f"n={int(row['n'])}",
+                n_label(row["n"], row.get("n_trials")),
                 (row["mean"], yy),
                 xytext=(6, 4),
                 textcoords="offset points",
@@ -201,7 +202,7 @@ def plot_quality(
     ax.set_yticks(range(len(metrics)), metrics)
     ax.invert_yaxis()
     ax.set_xlim(-0.05, 1.1)
-    ax.set_xlabel("mean over trials (bars: bootstrap CI)")
+    ax.set_xlabel("mean over tasks (bars: bootstrap CI over task means)")
     ax.set_title(title)
     ax.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=max(len(configs), 1), frameon=False
@@ -318,12 +319,15 @@ def plot_calibration(calibration: pd.DataFrame, metric: str) -> Figure | None:
             color=colours[kind],
             label=f"evidence: {kind}",
         )
-        for bar, mean, n, high in zip(bars, means, rows["n"], rows["ci_high"], strict=True):
+        trials = rows["n_trials"] if "n_trials" in rows else pd.Series(None, index=rows.index)
+        for bar, mean, n, k, high in zip(
+            bars, means, rows["n"], trials, rows["ci_high"], strict=True
+        ):
             if math.isnan(mean):
                 continue
             top = high if not math.isnan(high) else mean
             ax.annotate(
-                f"{mean:.2f}\nn={int(n)}",
+                f"{mean:.2f}\n" + n_label(n, k).replace(", ", "\n"),
                 (bar.get_x() + bar.get_width() / 2, top),
                 xytext=(0, 3),
                 textcoords="offset points",
@@ -406,7 +410,8 @@ def plot_scatter_pairs(
             ax.scatter(x[ok], y[ok], s=28, alpha=0.8, color=colours[config], label=config)
         ax.set_xlabel(row.x)
         ax.set_ylabel(row.y)
-        ax.set_title(f"r={row.r:+.2f} ({row.method}), n={int(row.n)}", fontsize=10)
+        count = n_label(row.n, getattr(row, "n_trials", None))
+        ax.set_title(f"r={row.r:+.2f} ({row.method}), {count}", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(configs), frameon=False)
     return fig

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from retrieval_lib.report.display import n_label
 from retrieval_lib.report.figures import _error, _figure, _palette
 
 if TYPE_CHECKING:
@@ -69,10 +70,11 @@ def plot_leaderboard(board: pd.DataFrame) -> Figure | None:
             alpha=0.85,
             capsize=3,
         )
-        for yy, (value, n) in enumerate(zip(mean, data[f"{prefix}_n"], strict=True)):
+        trials = data.get(f"{prefix}_n_trials", pd.Series(None, index=data.index))
+        for yy, (value, n, k) in enumerate(zip(mean, data[f"{prefix}_n"], trials, strict=True)):
             if not math.isnan(value):
                 ax.annotate(
-                    f"{value:.2f} (n={int(n)})",
+                    f"{value:.2f} ({n_label(n, k)})",
                     (0.02, yy),
                     xycoords=("axes fraction", "data"),
                     va="center",
@@ -111,10 +113,11 @@ def plot_tiers(tiers: pd.DataFrame, tier_order: tuple[str, ...]) -> Figure | Non
             yerr=_error(sub["reward_ci_low"], mean, sub["reward_ci_high"]),
             capsize=3,
         )
-        for p, value, n in zip(pos, mean, sub["reward_n"], strict=True):
+        trials = sub["reward_n_trials"] if "reward_n_trials" in sub else [None] * len(sub)
+        for p, value, n, k in zip(pos, mean, sub["reward_n"], trials, strict=True):
             if not (isinstance(n, float) and math.isnan(n)) and n:
                 ax.annotate(
-                    f"n={int(n)}",
+                    n_label(n, k).replace(", ", "\n"),
                     (p, 0 if math.isnan(value) else value),
                     xytext=(0, 3),
                     textcoords="offset points",

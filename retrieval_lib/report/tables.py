@@ -3,12 +3,19 @@
 The notebook only arranges and plots; every number it shows comes from these functions
 or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
 
-* one row of the metrics table (one trial) is one observation, as in the run summary;
+* the **task** is the unit of inference (repeated trials of a task are not independent;
+  :mod:`retrieval_lib.stats.clustered`, after Miller 2024, arXiv:2411.00640):
+  :func:`quality_by_config` averages each task's trials first (mean over tasks),
+  :func:`calibration_table` keeps the mean over the trials of a slice (a slice is a
+  property of the trial) with a cluster bootstrap that resamples tasks with all their
+  trials; ``n`` (and ``n_tasks``) counts tasks, ``n_trials`` the trials behind them. A
+  table without ``task_name`` takes each row as its own task;
 * a value that cannot be computed is NaN with a ``reason``, never 0, and every aggregate
   carries its ``n``;
-* confidence intervals of means are percentile bootstrap intervals over trials, computed
-  by the one bootstrap of the library (:func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`,
-  ``numpy.random.Generator(PCG64(seed))``), so the same inputs give the same numbers;
+* confidence intervals of means are percentile bootstrap intervals over tasks (the
+  library's :func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci` over task means, or
+  :func:`retrieval_lib.stats.clustered.cluster_bootstrap_mean`), seeded
+  (``numpy.random.Generator(PCG64(seed))``), so the same inputs give the same numbers;
 * no statistical test runs here: correlations and matched comparisons come from the
   run's ``retrieval_impact.json`` (:func:`retrieval_lib.stats.impact.impact_for_run`);
 * :func:`write_tables` is the only writer, atomically, and only when asked.
@@ -16,10 +23,11 @@ or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
 Examples
 --------
 >>> import pandas as pd
->>> table = pd.DataFrame({"config_name": ["a", "a", "b"], "file.AP": [0.5, 1.0, None]})
+>>> table = pd.DataFrame({"config_name": ["a", "a", "a", "b"], "task_name": ["x", "x", "y", "x"],
+...                       "file.AP": [0.5, 1.0, 0.25, None]})
 >>> out = quality_by_config(table, ["file.AP"], n_boot=200)
->>> out[["config_name", "n", "mean"]].values.tolist()
-[['a', 2, 0.75], ['b', 0, nan]]
+>>> out[["config_name", "n_tasks", "n_trials", "mean"]].values.tolist()
+[['a', 2, 3, 0.5], ['b', 0, 0, nan]]
 """
 
 from __future__ import annotations
@@ -294,8 +302,9 @@ def non_computable_counts(table: pd.DataFrame) -> pd.DataFrame:
 class MeanCI:
     """Mean of the non-missing values with a percentile-bootstrap interval.
 
-    ``ci_low``/``ci_high`` are NaN (with ``reason``) when fewer than two values exist;
-    ``mean`` is NaN when there is none.
+    ``ci_low``/``ci_high`` are NaN (with ``reason``) when fewer than two values (tasks)
+    exist; ``mean`` is NaN when there is none. With tasks given to :func:`mean_ci`, ``n``
+    counts tasks and ``n_trials`` the trials behind them; without, ``n_trials`` is None.
     """
 
     n: int
@@ -303,6 +312,7 @@ class MeanCI:
     ci_low: float
     ci_high: float
     reason: str | None
+    n_trials: int | None = None
 
 
 def mean_ci(
@@ -311,8 +321,18 @@ def mean_ci(
     alpha: float = 0.05,
     n_boot: int = 2000,
     seed: int = 0,
+    tasks: Iterable[Any] | np.ndarray | pd.Series | None = None,
+    method: str = "aggregate",
 ) -> MeanCI:
     """Mean and ``1 - alpha`` percentile-bootstrap CI of the finite values.
+
+    Without ``tasks`` every value is one observation. With ``tasks`` (the task of each
+    value) the task is the unit: ``method="aggregate"`` averages each task's values first
+    and gives the mean over tasks with a bootstrap of the task means
+    (:func:`~retrieval_lib.stats.clustered.task_mean_ci`); ``method="cluster"`` gives the
+    mean over the values with a cluster bootstrap that resamples tasks with all their
+    values (:func:`~retrieval_lib.stats.clustered.cluster_bootstrap_mean`). ``n`` is then
+    the number of tasks and ``n_trials`` the number of values.
 
     Parameters
     ----------
@@ -326,6 +346,10 @@ def mean_ci(
     seed
         Seed of the bootstrap generator (see
         :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`, which does the resampling).
+    tasks
+        The task of each value (same length), or None.
+    method
+        ``"aggregate"`` or ``"cluster"`` (only with ``tasks``).
 
     Examples
     --------
@@ -334,6 +358,9 @@ def mean_ci(
     (3, 1.0, 1.0, 1.0)
     >>> mean_ci([0.5]).reason
     'n=1: no interval from a single value'
+    >>> r = mean_ci([1.0, 0.0, 0.5], tasks=["x", "x", "y"], n_boot=200)
+    >>> (r.n, r.n_trials, r.mean)
+    (2, 3, 0.5)
     """
     from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
 
@@ -341,6 +368,23 @@ def mean_ci(
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     if n_boot < 1:
         raise InputError(f"n_boot must be at least 1, got {n_boot}")
+    if tasks is not None:
+        from retrieval_lib.stats.clustered import cluster_bootstrap_mean, task_mean_ci
+
+        if method not in ("aggregate", "cluster"):
+            raise InputError(f"method must be 'aggregate' or 'cluster', not {method!r}")
+        estimate = task_mean_ci if method == "aggregate" else cluster_bootstrap_mean
+        try:
+            r = estimate(
+                pd.Series(list(values), dtype=object),
+                pd.Series(list(tasks), dtype=object),
+                alpha=alpha,
+                n_boot=n_boot,
+                seed=seed,
+            )
+        except StatisticsError as exc:
+            raise InputError(str(exc)) from None
+        return MeanCI(r.n_tasks, r.mean, r.ci_low, r.ci_high, r.reason, r.n_trials)
     array = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").to_numpy(
         dtype=np.float64
     )
@@ -358,9 +402,38 @@ def mean_ci(
     return MeanCI(n, mean, low, high, None)
 
 
-def _ci_row(values: pd.Series, alpha: float, n_boot: int, seed: int) -> dict[str, Any]:
-    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed)
-    return {"n": r.n, "mean": r.mean, "ci_low": r.ci_low, "ci_high": r.ci_high, "reason": r.reason}
+def _task_series(table: pd.DataFrame) -> pd.Series:
+    """The task of each row (the matched comparison's key); each row its own without one."""
+    if "task_name" in table.columns:
+        from retrieval_lib.stats.clustered import task_keys
+
+        return task_keys(table)
+    return pd.Series([f"row {i}" for i in range(len(table))], index=table.index)
+
+
+def _ci_row(
+    values: pd.Series,
+    alpha: float,
+    n_boot: int,
+    seed: int,
+    tasks: pd.Series | None = None,
+    method: str = "aggregate",
+) -> dict[str, Any]:
+    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed, tasks=tasks, method=method)
+    n_trials = r.n if r.n_trials is None else r.n_trials
+    return {
+        "n": r.n,
+        "n_tasks": r.n,
+        "n_trials": n_trials,
+        "mean": r.mean,
+        "ci_low": r.ci_low,
+        "ci_high": r.ci_high,
+        "reason": r.reason,
+    }
+
+
+#: Columns of a mean with its CI in the report tables (``n`` = ``n_tasks``).
+_CI_COLUMNS = ["n", "n_tasks", "n_trials", "mean", "ci_low", "ci_high", "reason"]
 
 
 def quality_by_config(
@@ -373,20 +446,24 @@ def quality_by_config(
 ) -> pd.DataFrame:
     """Mean, bootstrap CI and n of each metric per config (one row per config × metric).
 
-    Metrics absent from ``table`` are skipped. Columns: ``config_name, metric, n, mean,
-    ci_low, ci_high, reason``; the order follows ``metrics`` within sorted configs.
+    Aggregate first: each task's trials are averaged, the mean is over tasks and the CI a
+    bootstrap of the task means (:func:`~retrieval_lib.stats.clustered.task_mean_ci`), as
+    the matched comparison averages repeats per task. Metrics absent from ``table`` are
+    skipped. Columns: ``config_name, metric, n, n_tasks, n_trials, mean, ci_low, ci_high,
+    reason`` (``n`` = ``n_tasks``: tasks with a value; ``n_trials``: trials with a value);
+    the order follows ``metrics`` within sorted configs.
     """
     rows = []
+    tasks = _task_series(table)
     for config in sorted(table["config_name"].dropna().astype(str).unique()):
-        group = table[table["config_name"].astype(str) == config]
+        in_config = table["config_name"].astype(str) == config
+        group = table[in_config]
         for metric in present(table, metrics):
             rows.append(
                 {"config_name": config, "metric": metric}
-                | _ci_row(group[metric], alpha, n_boot, seed)
+                | _ci_row(group[metric], alpha, n_boot, seed, tasks[in_config])
             )
-    return pd.DataFrame(
-        rows, columns=["config_name", "metric", "n", "mean", "ci_low", "ci_high", "reason"]
-    )
+    return pd.DataFrame(rows, columns=["config_name", "metric", *_CI_COLUMNS])
 
 
 # --------------------------------------------------------------------------- funnel
@@ -501,9 +578,13 @@ def calibration_table(
 ) -> pd.DataFrame:
     """Mean and CI of ``metric`` per candidate-set size slice × evidence type.
 
-    Trials without a slice (no trace) are left out. Rows follow the size order small,
-    medium, large, then evidence type alphabetically. Columns: ``candidate_set_size_slice,
-    evidence_type, n, mean, ci_low, ci_high, reason``.
+    Trials without a slice (no trace) are left out. The slice is a property of the trial
+    (one task's trials may fall into different slices), so the mean is over the trials of
+    the slice and its CI a cluster bootstrap resampling tasks with all their trials in the
+    slice (:func:`~retrieval_lib.stats.clustered.cluster_bootstrap_mean`). Rows follow the
+    size order small, medium, large, then evidence type alphabetically. Columns:
+    ``candidate_set_size_slice, evidence_type, n, n_tasks, n_trials, mean, ci_low,
+    ci_high, reason`` (``n`` = ``n_tasks``).
 
     Examples
     --------
@@ -514,10 +595,11 @@ def calibration_table(
     [['small', 2], ['large', 1]]
     """
     size_col, evidence_col = CALIBRATION_DIMENSIONS
-    columns = [size_col, evidence_col, "n", "mean", "ci_low", "ci_high", "reason"]
+    columns = [size_col, evidence_col, *_CI_COLUMNS]
     if metric not in table.columns:
         return pd.DataFrame(columns=columns)
     sliced = table.dropna(subset=[size_col, evidence_col])
+    tasks = _task_series(sliced)
     order = {name: i for i, name in enumerate(SIZE_SLICE_ORDER)}
     keys = sorted(
         {(str(s), str(e)) for s, e in zip(sliced[size_col], sliced[evidence_col], strict=True)},
@@ -525,11 +607,14 @@ def calibration_table(
     )
     rows = []
     for size, evidence in keys:
-        cell = sliced[
-            (sliced[size_col].astype(str) == size) & (sliced[evidence_col].astype(str) == evidence)
-        ]
+        in_cell = (sliced[size_col].astype(str) == size) & (
+            sliced[evidence_col].astype(str) == evidence
+        )
         rows.append(
-            {size_col: size, evidence_col: evidence} | _ci_row(cell[metric], alpha, n_boot, seed)
+            {size_col: size, evidence_col: evidence}
+            | _ci_row(
+                sliced.loc[in_cell, metric], alpha, n_boot, seed, tasks[in_cell], method="cluster"
+            )
         )
     return pd.DataFrame(rows, columns=columns)
 

@@ -12,8 +12,11 @@ What each part means
   (:data:`~retrieval_lib.stats.columns.KEY_METRICS` present in the table); ``metrics=
   "all"`` or a list widens or narrows it. The same family drives the correlations and
   the comparisons, so ``retrieval_impact.json`` and the report agree.
-* ``correlations``: :func:`~retrieval_lib.stats.correlation.correlate_metrics` over the
-  trials (every trial is one observation), per config and pooled. Associations only.
+* ``correlations``: :func:`~retrieval_lib.stats.correlation.correlate_metrics` over one
+  value per task (:func:`~retrieval_lib.stats.clustered.correlate_by_task`: repeated
+  trials averaged per task and config, and per task for the pooled group; ``passed`` by
+  majority), so ``n`` counts tasks and ``n_trials`` the trials behind them; the task is
+  the unit of inference (Miller 2024, arXiv:2411.00640). Associations only.
   Holm/BH families: one group × one method family (rank: Spearman + AUC; linear: Pearson
   + point-biserial). Errored and timed-out trials are kept and counted in ``n_flagged``
   unless ``exclude_flagged``.
@@ -72,13 +75,13 @@ import pandas as pd
 from retrieval_lib import __version__
 from retrieval_lib.errors import InputError, StatisticsError
 from retrieval_lib.io import atomic_write_json, load_package_json
+from retrieval_lib.stats.clustered import correlate_by_task
 from retrieval_lib.stats.columns import (
     OUTCOME_COLUMNS,
     as_float,
     require_columns,
     resolve_metrics,
 )
-from retrieval_lib.stats.correlation import correlate_metrics
 from retrieval_lib.stats.paired import MATCH_KEY_COLUMNS, match_tasks, pair_configs
 from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
@@ -126,8 +129,8 @@ _TEXT_COLUMNS = (
     "evidence_type",
 )
 _INTERPRETATION = (
-    "Correlations are associations between retrieval metrics and outcomes over trials, "
-    "not causal effects. Matched comparisons report treatment minus baseline on tasks "
+    "Correlations are associations between retrieval metrics and outcomes over tasks "
+    "(repeated trials averaged per task), not causal effects. Matched comparisons report treatment minus baseline on tasks "
     "both configs ran with the same model and harness version (a version that could not be "
     "read is not a difference: such pairs are flagged harness_version_unverified)."
 )
@@ -284,7 +287,7 @@ def analyze_impact(
     outcome_list = [c for c in OUTCOME_COLUMNS if c in df.columns]
     pairs = pair_configs(df["config_name"].dropna().astype(str), baseline, treatment)
     correlations = (
-        correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+        correlate_by_task(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
         if correlate
         else pd.DataFrame(columns=analyze_impact_columns()["correlations"])
     )
@@ -365,6 +368,8 @@ def analyze_impact(
         "metrics": metric_list,
         "outcomes": outcome_list,
         "flagged_trials_in_correlations": "excluded" if exclude_flagged else "kept",
+        "correlation_unit": "task: repeated trials averaged per task and config (per task "
+        "for the pooled group), passed by majority (an even split left out); n counts tasks",
     }
     return ImpactResult(
         pairs=pd.DataFrame(pair_rows, columns=analyze_impact_columns()["pairs"]),
@@ -830,7 +835,11 @@ def analyze_impact_columns() -> dict[str, list[str]]:
         ],
         "correlations": [
             "group",
-            *CORRELATION_COLUMNS,
+            *(
+                c
+                for name in CORRELATION_COLUMNS
+                for c in ((name, "n_trials") if name == "n" else (name,))
+            ),
             "n_flagged",
             "family",
             "p_holm",

@@ -1,14 +1,19 @@
 """The tables of a study, one function per question, each over the study's tidy tables.
 
-Conventions (as in :mod:`retrieval_lib.report.tables`): one trial is one observation; a
+Conventions (as in :mod:`retrieval_lib.report.tables`): the **task** is the unit of
+inference — repeated trials of a task (within or across runs) are not independent
+observations (:mod:`retrieval_lib.stats.clustered`; Miller 2024, arXiv:2411.00640); a
 value that cannot be computed is NaN with a reason, never 0; every aggregate carries its
-``n``; confidence intervals of means are percentile bootstrap intervals with a fixed seed
-(:func:`retrieval_lib.report.tables.mean_ci`).
+``n`` in tasks with the trials beside it (``*_n`` = ``*_n_tasks``, ``*_n_trials``);
+confidence intervals of means are seeded percentile bootstrap intervals over tasks
+(:func:`retrieval_lib.report.tables.mean_ci` with ``tasks``).
 
-* :func:`leaderboard`: model × config family: trials, mean reward and pass rate with CIs,
-  tokens, cost, time.
+* :func:`leaderboard`: model × config family: tasks, trials, mean reward and pass rate
+  with CIs, tokens, cost, time — **aggregate first**: each task's trials are averaged
+  (as the matched comparison does), then the mean over tasks.
 * :func:`retrieval_tiers`: reward and pass rate by file-recall tier (supplementary views;
-  no reward is changed).
+  no reward is changed) — the tier is a property of the trial, so the mean is over the
+  tier's trials with a **cluster bootstrap** resampling tasks with all their trials.
 * :func:`tool_value`: per tool (or category): calls, share that surfaced a ground-truth
   file, ground-truth files first found, attributed tokens and seconds.
 * :func:`flag_table` / :func:`with_flags`: the confidence flags of each trial and the rule
@@ -76,14 +81,38 @@ _AT_LEAST_HALF = "≥ 0.5 (cumulative)"
 _NOT_COMPUTABLE = "not computable"
 
 
-def _ci(values: Any, alpha: float, n_boot: int, seed: int, prefix: str) -> dict[str, Any]:
-    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed)
+def _ci(
+    values: Any,
+    alpha: float,
+    n_boot: int,
+    seed: int,
+    prefix: str,
+    tasks: Any,
+    method: str,
+) -> dict[str, Any]:
+    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed, tasks=tasks, method=method)
     return {
         f"{prefix}_n": r.n,
+        f"{prefix}_n_tasks": r.n,
+        f"{prefix}_n_trials": r.n_trials,
         f"{prefix}_mean": r.mean,
         f"{prefix}_ci_low": r.ci_low,
         f"{prefix}_ci_high": r.ci_high,
     }
+
+
+def _ci_columns(prefix: str) -> list[str]:
+    return [f"{prefix}_{s}" for s in ("n", "n_tasks", "n_trials", "mean", "ci_low", "ci_high")]
+
+
+def _task_mean_n(values: pd.Series, tasks: pd.Series) -> tuple[float, int, int]:
+    """Mean over tasks of each task's mean, tasks and trials with a value."""
+    array = _numbers(values)
+    ok = np.isfinite(array)
+    if not ok.any():
+        return math.nan, 0, 0
+    per_task = pd.Series(array[ok]).groupby(tasks.to_numpy()[ok], sort=True).mean()
+    return float(per_task.mean()), int(per_task.size), int(ok.sum())
 
 
 def _numbers(values: pd.Series) -> np.ndarray:
@@ -187,34 +216,57 @@ def with_flags(trials: pd.DataFrame) -> pd.DataFrame:
 def leaderboard(
     trials: pd.DataFrame, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
-    """Model × config family: trials, reward and pass rate with bootstrap CIs, cost, time.
+    """Model × config family: tasks, trials, reward and pass rate with CIs, cost, time.
 
-    Columns: ``model, config_family, configs, runs, tasks, trials, reward_n, reward_mean,
-    reward_ci_low, reward_ci_high, pass_n, pass_mean, pass_ci_low, pass_ci_high,
-    tokens_n, tokens_mean, cost_usd_n, cost_usd_mean, time_seconds_n, time_seconds_mean``
-    (tokens: ``total_tokens``; time: ``agent_execution_seconds``). Means are
-    over trials with a value (``*_n`` of them); a trial without a reward is not a 0.
+    Aggregate first: the trials of each task (canonical ``task_name``, as the matched
+    comparison keys it) are averaged, then every mean is over tasks and its CI a bootstrap
+    of the task means, so a task repeated five times counts once. ``*_n`` (= ``*_n_tasks``)
+    counts the tasks with a value, ``*_n_trials`` the trials behind them; a trial without
+    a reward is not a 0.
+
+    Columns: ``model, config_family, configs, runs, tasks, trials``, then for ``reward``
+    and ``pass``: ``<x>_n, <x>_n_tasks, <x>_n_trials, <x>_mean, <x>_ci_low, <x>_ci_high``,
+    then ``tokens_n, tokens_n_trials, tokens_mean, cost_usd_n, cost_usd_n_trials,
+    cost_usd_mean, time_seconds_n, time_seconds_n_trials, time_seconds_mean`` (tokens:
+    ``total_tokens``; time: ``agent_execution_seconds``; means over tasks too).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"model": ["m"] * 4, "config_family": ["b"] * 4,
+    ...     "config_name": ["b"] * 4, "run_id": ["r"] * 4, "task_name": ["x", "x", "x", "y"],
+    ...     "reward": [1.0, 1.0, 1.0, 0.0], "passed": [True, True, True, False]})
+    >>> board = leaderboard(t, n_boot=100)
+    >>> board[["tasks", "trials", "reward_n", "reward_n_trials"]].values.tolist()
+    [[2, 4, 2, 4]]
+    >>> float(board["reward_mean"].iloc[0])  # (1 + 1 + 1) / 3 for x, 0 for y: over tasks
+    0.5
     """
+    from retrieval_lib.stats.clustered import task_keys
+
     rows = []
     model = trials["model"].astype(object).where(trials["model"].notna(), "(unknown)")
+    all_tasks = task_keys(trials)
     for (model_name, family), sub in trials.groupby([model, trials["config_family"]], sort=True):
+        tasks = all_tasks.loc[sub.index]
         row: dict[str, Any] = {
             "model": model_name,
             "config_family": family,
             "configs": ", ".join(sorted(sub["config_name"].astype(str).unique())),
             "runs": int(sub["run_id"].nunique()),
-            "tasks": int(sub["task_name"].nunique()),
+            "tasks": int(tasks.nunique()),
             "trials": len(sub),
         }
-        row |= _ci(sub["reward"], alpha, n_boot, seed, "reward")
-        row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass")
-        for column, name, n_name in (
-            ("total_tokens", "tokens_mean", "tokens_n"),
-            ("cost_usd", "cost_usd_mean", "cost_usd_n"),
-            ("agent_execution_seconds", "time_seconds_mean", "time_seconds_n"),
+        row |= _ci(sub["reward"], alpha, n_boot, seed, "reward", tasks, "aggregate")
+        row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass", tasks, "aggregate")
+        for column, stem in (
+            ("total_tokens", "tokens"),
+            ("cost_usd", "cost_usd"),
+            ("agent_execution_seconds", "time_seconds"),
         ):
-            mean, n = _mean_n(sub[column]) if column in sub else (math.nan, 0)
-            row[n_name], row[name] = n, mean
+            mean, n, n_trials = (
+                _task_mean_n(sub[column], tasks) if column in sub else (math.nan, 0, 0)
+            )
+            row[f"{stem}_n"], row[f"{stem}_n_trials"], row[f"{stem}_mean"] = n, n_trials, mean
         rows.append(row)
     columns = [
         "model",
@@ -223,14 +275,13 @@ def leaderboard(
         "runs",
         "tasks",
         "trials",
-        *(f"reward_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
-        *(f"pass_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
-        "tokens_n",
-        "tokens_mean",
-        "cost_usd_n",
-        "cost_usd_mean",
-        "time_seconds_n",
-        "time_seconds_mean",
+        *_ci_columns("reward"),
+        *_ci_columns("pass"),
+        *(
+            f"{stem}_{s}"
+            for stem in ("tokens", "cost_usd", "time_seconds")
+            for s in ("n", "n_trials", "mean")
+        ),
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -266,9 +317,18 @@ def retrieval_tiers(
     tier is listed, empty ones with ``n_trials = 0``. Supplementary views: rewards are
     shown as the verifier gave them.
 
-    Columns: ``config_family, tier, n_trials, reward_n, reward_mean, reward_ci_low,
-    reward_ci_high, pass_n, pass_mean, pass_ci_low, pass_ci_high``.
+    The tier is a property of the trial (one task's trials may land in different tiers):
+    each mean is over the tier's trials, its CI a cluster bootstrap that resamples tasks
+    with all their trials in the tier
+    (:func:`~retrieval_lib.stats.clustered.cluster_bootstrap_mean`); ``*_n`` (=
+    ``*_n_tasks``) counts tasks, ``*_n_trials`` trials.
+
+    Columns: ``config_family, tier, n_tasks, n_trials``, then for ``reward`` and ``pass``:
+    ``<x>_n, <x>_n_tasks, <x>_n_trials, <x>_mean, <x>_ci_low, <x>_ci_high``.
     """
+    from retrieval_lib.stats.clustered import task_keys
+
+    all_tasks = task_keys(trials)
     values = _numbers(trials[metric]) if metric in trials.columns else np.full(len(trials), np.nan)
     tiers = pd.Series([_tier(v) for v in values], index=trials.index)
     rows = []
@@ -282,16 +342,23 @@ def retrieval_tiers(
             else:
                 mask = in_family & (tiers == tier)
             sub = trials[mask]
-            row = {"config_family": family, "tier": tier, "n_trials": len(sub)}
-            row |= _ci(sub["reward"], alpha, n_boot, seed, "reward")
-            row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass")
+            tasks = all_tasks[mask]
+            row = {
+                "config_family": family,
+                "tier": tier,
+                "n_tasks": int(tasks.nunique()),
+                "n_trials": len(sub),
+            }
+            row |= _ci(sub["reward"], alpha, n_boot, seed, "reward", tasks, "cluster")
+            row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass", tasks, "cluster")
             rows.append(row)
     columns = [
         "config_family",
         "tier",
+        "n_tasks",
         "n_trials",
-        *(f"reward_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
-        *(f"pass_{s}" for s in ("n", "mean", "ci_low", "ci_high")),
+        *_ci_columns("reward"),
+        *_ci_columns("pass"),
     ]
     return pd.DataFrame(rows, columns=columns)
 

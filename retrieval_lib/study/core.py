@@ -148,12 +148,13 @@ class Study:
         return frame.rename(columns={"config_family": "config_name"})
 
     def leaderboard(self) -> pd.DataFrame:
-        """Model × config family (:func:`retrieval_lib.study.analysis.leaderboard`)."""
+        """Model × config family, repeats averaged per task first
+        (:func:`retrieval_lib.study.analysis.leaderboard`)."""
         o = self.options
         return analysis.leaderboard(self.analysed, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
 
     def tiers(self, metric: str = "file.recall") -> pd.DataFrame:
-        """Reward and pass rate by retrieval tier per family."""
+        """Reward and pass rate by retrieval tier per family (task-cluster bootstrap CIs)."""
         o = self.options
         return analysis.retrieval_tiers(
             self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed
@@ -176,8 +177,8 @@ class Study:
         return pair_families(self.analysed["config_family"].astype(str), o.baseline, o.treatment)
 
     def impact(self) -> ImpactResult:
-        """Correlations over all trials and matched comparisons of each family pair
-        (computed once per study and options)."""
+        """Correlations over one value per task (per family, and pooled) and matched
+        comparisons of each family pair (computed once per study and options)."""
         return self._impact_result
 
     @functools.cached_property
@@ -198,7 +199,8 @@ class Study:
         )
 
     def calibration(self, metric: str) -> pd.DataFrame:
-        """``metric`` by candidate-set size × evidence type over every trial."""
+        """``metric`` by candidate-set size × evidence type: mean over the slice's trials, CI
+        by the task-cluster bootstrap, ``n`` in tasks (:func:`~retrieval_lib.report.tables.calibration_table`)."""
         from retrieval_lib.report.tables import calibration_table
 
         o = self.options
@@ -254,8 +256,8 @@ class Study:
 
 def _impact(study: Study) -> ImpactResult:
     """Matched comparisons per family pair and correlations over all trials, one result."""
+    from retrieval_lib.stats.clustered import correlate_by_task
     from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
-    from retrieval_lib.stats.correlation import correlate_metrics
     from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
 
     o = study.options
@@ -300,7 +302,7 @@ def _impact(study: Study) -> ImpactResult:
     }
     return ImpactResult(
         pairs=stack("pairs"),
-        correlations=correlate_metrics(frame, metrics, min_n=5),
+        correlations=correlate_by_task(frame, metrics, min_n=5),
         comparisons=stack("comparisons"),
         mcnemar=stack("mcnemar"),
         per_task=stack("per_task"),

@@ -122,15 +122,22 @@ def test_impact_command_metric_family_and_flagged_option(tmp_path, capsys):
     assert main(["impact", str(run), "--n-boot", "50"]) == 0
     out = capsys.readouterr().out
     assert "  metric family (key, 1): file.AP\n" in out
-    # 2 groups hold the errored trial (pooled, baseline) x 3 outcomes (reward, passed,
-    # agent_execution_seconds) x 2 methods
-    assert "; 12 include errored/timed-out trials (n_flagged)" in out
+    # correlations are over tasks: 2 groups hold task-0 with its errored trial (pooled,
+    # baseline) x 3 outcomes (reward, passed, agent_execution_seconds) x 2 methods, less
+    # the pooled passed rows (task-0 passed on one side of two: an even split, left out)
+    assert "; 10 include errored/timed-out trials (n_flagged)" in out
     doc = json.loads(written.read_text())
     assert doc["params"]["metrics"] == ["file.AP"] and doc["params"]["metric_family"] == "key"
     spearman = [r for r in doc["correlations"] if r["method"] == "spearman"]
     assert {r["x"] for r in spearman} == {"file.AP"}
     pooled = next(r for r in spearman if r["group"] == "(pooled)" and r["y"] == "reward")
-    assert (pooled["n"], pooled["n_flagged"], pooled["family"]) == (10, 1, "rank")
+    # 10 trials of 5 tasks: n counts tasks
+    assert (pooled["n"], pooled["n_trials"], pooled["n_flagged"], pooled["family"]) == (
+        5,
+        10,
+        1,
+        "rank",
+    )
     assert main(["impact", str(run), "--n-boot", "50", "--metrics", "all"]) == 0
     doc = json.loads(written.read_text())
     assert doc["params"]["metrics"] == ["file.AP", "file.P@1"]  # never chunk.n_chunks
@@ -145,7 +152,8 @@ def test_impact_command_metric_family_and_flagged_option(tmp_path, capsys):
         for r in doc["correlations"]
         if r["group"] == "(pooled)" and r["y"] == "reward" and r["method"] == "spearman"
     )
-    assert (pooled["n"], pooled["n_flagged"]) == (9, 0)
+    # task-0 keeps its other trial: still 5 tasks, now 9 trials
+    assert (pooled["n"], pooled["n_trials"], pooled["n_flagged"]) == (5, 9, 0)
     capsys.readouterr()
     assert main(["impact", str(run), "--metrics", "chunk.n_chunks"]) == 1
     assert "not retrieval metric column(s): chunk.n_chunks" in capsys.readouterr().err

@@ -58,6 +58,18 @@ def test_notebook_shows_the_written_impact_document_and_writes_nothing(tmp_path)
     # the strongest pooled associations shown are those of the JSON, p_holm included
     impact = load_impact(run_dir)
     strongest = tables.strongest_pairs(impact.correlations, POOLED_GROUP, top=4)
-    columns = ["x", "y", "method", "n", "n_flagged", "r", "ci_low", "ci_high", "p_value", "p_holm"]
+    columns = [
+        "x",
+        "y",
+        "method",
+        "n",
+        "n_trials",
+        "n_flagged",
+        "r",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+    ]
     # as the notebook shows it (report.table_view: 3 decimals, no index column)
     assert repr(view(strongest[columns])) in text

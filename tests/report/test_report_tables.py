@@ -433,3 +433,73 @@ def test_drilldown_names_why_a_metric_is_missing():
 def test_load_run_data_refuses_an_unevaluated_folder(tmp_path):
     with pytest.raises(InputError, match="evaluate"):
         tables.load_run_data(tmp_path)
+
+
+# --------------------------------------------------------------------------- the task as the unit
+
+
+def test_quality_by_config_averages_repeated_trials_per_task_first():
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+
+    table = pd.DataFrame(
+        {
+            "config_name": ["a"] * 6 + ["b"],
+            "task_name": ["x", "x", "x", "y", "z", "z", "x"],
+            "file.AP": [0.0, 0.0, 0.3, 0.9, 0.5, None, 0.2],
+        }
+    )
+    out = tables.quality_by_config(table, ["file.AP"], n_boot=400, seed=2).set_index("config_name")
+    a = out.loc["a"]
+    # task means x 0.1, y 0.9, z 0.5 -> 0.5 over 3 tasks and 5 trials with a value
+    # (a trial-level mean would say 0.34 with n = 5)
+    assert (a["n"], a["n_tasks"], a["n_trials"]) == (3, 3, 5)
+    assert a["mean"] == pytest.approx(0.5)
+    low, high = bootstrap_mean_ci([0.1, 0.9, 0.5], n_boot=400, seed=2)
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx((low, high))
+    assert (out.loc["b", "n"], out.loc["b", "n_trials"]) == (1, 1)
+
+
+def test_calibration_cluster_bootstrap_keeps_a_tasks_trials_together():
+    from retrieval_lib.stats.clustered import cluster_bootstrap_mean
+
+    table = pd.DataFrame(
+        {
+            "candidate_set_size_slice": ["small"] * 5 + ["large"],
+            "evidence_type": ["local"] * 6,
+            "task_name": ["x", "x", "x", "y", "z", "x"],
+            "file.AP": [0.2, 0.4, 0.6, 1.0, 0.0, 0.9],
+        }
+    )
+    out = tables.calibration_table(table, "file.AP", n_boot=300, seed=1).set_index(
+        "candidate_set_size_slice"
+    )
+    small = out.loc["small"]
+    # the slice is per trial: the mean is over its 5 trials, n counts its 3 tasks
+    assert (small["n"], small["n_tasks"], small["n_trials"]) == (3, 3, 5)
+    assert small["mean"] == pytest.approx(2.2 / 5)
+    hand = cluster_bootstrap_mean(
+        [0.2, 0.4, 0.6, 1.0, 0.0], ["x", "x", "x", "y", "z"], n_boot=300, seed=1
+    )
+    assert (small["ci_low"], small["ci_high"]) == (hand.ci_low, hand.ci_high)
+    assert (out.loc["large", "n"], out.loc["large", "n_trials"]) == (1, 1)
+
+
+def test_copies_of_every_trial_leave_the_report_intervals_alone():
+    rng = np.random.default_rng(4)
+    table = pd.DataFrame(
+        {
+            "config_name": ["a"] * 24,
+            "task_name": [f"t{i // 2}" for i in range(24)],
+            "file.AP": rng.random(24),
+            "candidate_set_size_slice": ["small"] * 24,
+            "evidence_type": ["local"] * 24,
+        }
+    )
+    copies = pd.concat([table] * 4, ignore_index=True)
+    for compute in (
+        lambda t: tables.quality_by_config(t, ["file.AP"], n_boot=500),
+        lambda t: tables.calibration_table(t, "file.AP", n_boot=500),
+    ):
+        once, four = compute(table).iloc[0], compute(copies).iloc[0]
+        assert once["n"] == four["n"] == 12 and four["n_trials"] == 4 * once["n_trials"]
+        assert (four["ci_low"], four["ci_high"]) == pytest.approx((once["ci_low"], once["ci_high"]))

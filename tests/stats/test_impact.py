@@ -9,6 +9,7 @@ import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 from retrieval_lib.errors import InputError, StatisticsError
 from retrieval_lib.stats.correlation import POOLED_GROUP
@@ -135,7 +136,15 @@ def test_analyze_impact_tables(table):
     pooled = corr[
         (corr["group"] == POOLED_GROUP) & (corr["x"] == "file.AP") & (corr["y"] == "reward")
     ]
-    assert set(pooled["n"]) == {14}
+    # the task is the unit: 14 trials of 7 tasks (t1 has two mcp trials, only-baseline one)
+    assert set(pooled["n"]) == {7} and set(pooled["n_trials"]) == {14}
+    mcp = corr[(corr["group"] == "mcp") & (corr["x"] == "file.AP") & (corr["y"] == "reward")]
+    assert set(mcp["n"]) == {6} and set(mcp["n_trials"]) == {7}
+    # per task over all its trials (pooled): file.AP and reward means, worked out by hand
+    ap = [0.1, (0.1 + 0.3 + 0.3) / 3, 0.3, 0.4, 0.5, 0.6, 0.9]
+    reward = [0.5, 2 / 3, 0.0, 0.75, 0.5, 0.5, 1.0]
+    rho = pooled.set_index("method").loc["spearman", "r"]
+    assert rho == pytest.approx(scipy.stats.spearmanr(ap, reward).statistic)
 
 
 def test_analyze_impact_without_a_pair_and_bad_input(table):
@@ -266,7 +275,7 @@ def test_default_family_is_the_key_metrics_and_all_widens_it(table):
 def test_correlation_rows_count_flagged_trials(table):
     result = analyze_impact(table, n_boot=50)
     corr = result.correlations.set_index(["group", "x", "y", "method"])
-    # one errored trial (mcp t1, trial 2) among the 14 pooled and 7 mcp trials
+    # one errored trial (mcp t1, trial 2): its task t1 is flagged, among 7 pooled tasks
     assert corr.loc[(POOLED_GROUP, "file.AP", "reward", "spearman"), "n_flagged"] == 1
     assert corr.loc[("mcp", "file.AP", "reward", "spearman"), "n_flagged"] == 1
     assert corr.loc[("baseline", "file.AP", "reward", "spearman"), "n_flagged"] == 0
@@ -274,7 +283,8 @@ def test_correlation_rows_count_flagged_trials(table):
     row = excluded.set_index(["group", "x", "y", "method"]).loc[
         (POOLED_GROUP, "file.AP", "reward", "spearman")
     ]
-    assert (row["n"], row["n_flagged"]) == (13, 0)
+    # t1 keeps its two other trials: still 7 tasks, now 13 trials
+    assert (row["n"], row["n_trials"], row["n_flagged"]) == (7, 13, 0)
 
 
 def test_written_document_loads_back_to_the_same_tables(tmp_path, table):

@@ -176,3 +176,28 @@ def test_readable_merges_intervals_and_captions_constant_columns():
     # a mean with an n but no interval: "mean (n=...)" under the plain name
     tokens = pd.DataFrame({"tokens_n": [3], "tokens_mean": [378816.3]})
     assert readable(tokens)[0].to_dict("list") == {"tokens": ["378,816 (n=3)"]}
+
+
+def test_readable_shows_n_as_tasks_with_the_trials_beside_it():
+    board = pd.DataFrame(
+        {
+            "reward_n": [40],
+            "reward_n_tasks": [40],
+            "reward_n_trials": [209],
+            "reward_mean": [0.5],
+            "reward_ci_low": [0.25],
+            "reward_ci_high": [0.75],
+        }
+    )
+    shown, _ = readable(board, digits=2)
+    assert shown.to_dict("list") == {
+        "reward [95% CI]": ["0.50 [0.25, 0.75] (40 tasks, 209 trials)"]
+    }
+    quality = pd.DataFrame(
+        {"metric": ["x"], "n": [1], "n_tasks": [1], "n_trials": [3], "mean": [0.5]}
+    )
+    assert readable(quality)[0].to_dict("list") == {
+        "metric": ["x"],
+        "n": ["1 task, 3 trials"],
+        "mean": [0.5],
+    }

@@ -96,27 +96,44 @@ def test_matched_reward_comparison_by_hand(study):
 
 
 def test_retrieval_tiers_by_hand(study):
+    from retrieval_lib.stats.clustered import cluster_bootstrap_mean
+
     tiers = study.tiers().set_index(["config_family", "tier"])
-    # baseline recalls: 0.5 (r 0), 1 (r 1), 0 (r 0.5), 0.25 (r 0), 0.5 (r 0)
-    # mcp recalls: 1 (r 1), 0 (r 1), 0.75 (r 1), 1 (r 1), 0 (r 0), 1 (r 1)
+    # baseline recalls: alpha/m1 r1 0.5 (r 0), beta 1 (r 1), alpha/m1 r2 0 (r 0.5),
+    # gamma 0.25 (r 0), alpha/m2 0.5 (r 0)
+    # mcp recalls: alpha/m1 1 (r 1), beta/m1 0 (r 1), gamma 0.75 (r 1), alpha/m2 1 (r 1),
+    # alpha/m2 0 (r 0), beta/m2 1 (r 1)
+    # (tasks, trials, mean reward over the tier's trials): the tier is per family, so
+    # alpha-001 run by m1 and m2 is one task
     expected = {
-        ("baseline-local-direct", "0"): (1, 0.5),
-        ("baseline-local-direct", "(0, 0.5)"): (1, 0.0),
-        ("baseline-local-direct", "[0.5, 1)"): (2, 0.0),
-        ("baseline-local-direct", "1"): (1, 1.0),
-        ("baseline-local-direct", "≥ 0.5 (cumulative)"): (3, 1 / 3),
-        ("baseline-local-direct", "not computable"): (0, math.nan),
-        ("mcp-remote-direct", "0"): (2, 0.5),
-        ("mcp-remote-direct", "(0, 0.5)"): (0, math.nan),
-        ("mcp-remote-direct", "[0.5, 1)"): (1, 1.0),
-        ("mcp-remote-direct", "1"): (3, 1.0),
-        ("mcp-remote-direct", "≥ 0.5 (cumulative)"): (4, 1.0),
-        ("mcp-remote-direct", "not computable"): (0, math.nan),
+        ("baseline-local-direct", "0"): (1, 1, 0.5),
+        ("baseline-local-direct", "(0, 0.5)"): (1, 1, 0.0),
+        ("baseline-local-direct", "[0.5, 1)"): (1, 2, 0.0),
+        ("baseline-local-direct", "1"): (1, 1, 1.0),
+        ("baseline-local-direct", "≥ 0.5 (cumulative)"): (2, 3, 1 / 3),
+        ("baseline-local-direct", "not computable"): (0, 0, math.nan),
+        ("mcp-remote-direct", "0"): (2, 2, 0.5),
+        ("mcp-remote-direct", "(0, 0.5)"): (0, 0, math.nan),
+        ("mcp-remote-direct", "[0.5, 1)"): (1, 1, 1.0),
+        ("mcp-remote-direct", "1"): (2, 3, 1.0),
+        ("mcp-remote-direct", "≥ 0.5 (cumulative)"): (3, 4, 1.0),
+        ("mcp-remote-direct", "not computable"): (0, 0, math.nan),
     }
-    for key, (n, mean) in expected.items():
+    for key, (n_tasks, n_trials, mean) in expected.items():
         row = tiers.loc[key]
-        assert int(row["n_trials"]) == n, key
+        assert int(row["n_trials"]) == n_trials, key
+        # n is tasks (old code: trials), the trials beside it
+        assert int(row["n_tasks"]) == int(row["reward_n"]) == n_tasks, key
+        assert int(row["reward_n_trials"]) == n_trials, key
         assert row["reward_mean"] == pytest.approx(mean, nan_ok=True), key
+    # the interval resamples tasks with all their trials: alpha's two trials move together
+    row = tiers.loc[("baseline-local-direct", "≥ 0.5 (cumulative)")]
+    hand = cluster_bootstrap_mean(
+        [0.0, 1.0, 0.0], ["alpha-001", "beta-002", "alpha-001"], n_boot=500, seed=0
+    )
+    assert (row["reward_ci_low"], row["reward_ci_high"]) == (hand.ci_low, hand.ci_high)
+    # alpha's two [0.5, 1) trials are one task: no interval from a single task
+    assert math.isnan(tiers.loc[("baseline-local-direct", "[0.5, 1)"), "reward_ci_low"])
 
 
 def test_tool_counts_by_hand(study):
@@ -153,22 +170,65 @@ def test_attributed_tokens_add_up_to_each_trials_growth(study):
 
 
 def test_leaderboard_by_hand(study):
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+
     board = study.leaderboard().set_index(["model", "config_family"])
+    # aggregate first, as the matched comparison: m1 baseline ran alpha twice (0.0, 0.5 ->
+    # 0.25), beta 1.0, gamma 0.0 -> (0.25 + 1 + 0) / 3 over 3 tasks and 4 trials (a trial
+    # mean would say 0.375 with n = 4); m2 mcp ran alpha twice (1.0, 0.0 -> 0.5), beta 1.0
+    # (tasks, trials, reward, pass rate, configs)
     expected = {
-        ("m1", "baseline-local-direct"): (4, 0.375, 0.25, "baseline, baseline-local-direct"),
-        ("m1", "mcp-remote-direct"): (3, 1.0, 1.0, "mcp, mcp-remote-direct"),
-        ("m2", "baseline-local-direct"): (1, 0.0, 0.0, "baseline-local-direct"),
-        ("m2", "mcp-remote-direct"): (3, 2 / 3, 2 / 3, "mcp-remote-direct"),
+        ("m1", "baseline-local-direct"): (3, 4, 1.25 / 3, 1 / 3, "baseline, baseline-local-direct"),
+        ("m1", "mcp-remote-direct"): (3, 3, 1.0, 1.0, "mcp, mcp-remote-direct"),
+        ("m2", "baseline-local-direct"): (1, 1, 0.0, 0.0, "baseline-local-direct"),
+        ("m2", "mcp-remote-direct"): (2, 3, 0.75, 0.75, "mcp-remote-direct"),
     }
-    for key, (n, reward, passed, configs) in expected.items():
+    for key, (tasks, trials, reward, passed, configs) in expected.items():
         row = board.loc[key]
-        assert int(row["trials"]) == n and int(row["reward_n"]) == n
-        assert row["reward_mean"] == pytest.approx(reward)
-        assert row["pass_mean"] == pytest.approx(passed)
+        assert (int(row["tasks"]), int(row["trials"])) == (tasks, trials), key
+        assert int(row["reward_n"]) == int(row["reward_n_tasks"]) == tasks, key
+        assert int(row["reward_n_trials"]) == int(row["pass_n_trials"]) == trials, key
+        assert int(row["pass_n"]) == tasks, key
+        assert row["reward_mean"] == pytest.approx(reward), key
+        assert row["pass_mean"] == pytest.approx(passed), key
         assert row["configs"] == configs
-    # one trial: a mean without an interval, never a zero-width one
+    # the interval is the bootstrap of the task means (alpha, beta, gamma), not of trials
+    row = board.loc[("m1", "baseline-local-direct")]
+    low, high = bootstrap_mean_ci([0.25, 1.0, 0.0], n_boot=500, seed=0)
+    assert (row["reward_ci_low"], row["reward_ci_high"]) == (low, high)
+    # one task: a mean without an interval, never a zero-width one
     single = board.loc[("m2", "baseline-local-direct")]
     assert math.isnan(single["reward_ci_low"]) and math.isnan(single["reward_ci_high"])
+
+
+def test_calibration_slices_count_tasks(study):
+    trials = study.trials
+    for metric in ("file.AP", "file.recall"):
+        table = study.calibration(metric)
+        assert not table.empty
+        for row in table.to_dict("records"):
+            cell = trials[
+                (trials["candidate_set_size_slice"] == row["candidate_set_size_slice"])
+                & (trials["evidence_type"] == row["evidence_type"])
+                & trials[metric].notna()
+            ]
+            assert row["n"] == row["n_tasks"] == cell["task_name"].nunique()
+            assert row["n_trials"] == len(cell)
+            assert row["mean"] == pytest.approx(cell[metric].mean())
+        # 11 trials of 3 tasks: every slice's n is at most the 3 tasks
+        assert table["n"].max() <= 3 and table["n_trials"].sum() == trials[metric].notna().sum()
+
+
+def test_pooled_correlations_count_tasks(study):
+    corr = study.impact().correlations
+    rows = corr[(corr["x"] == "file.AP") & (corr["y"] == "reward")].set_index(["group", "method"])
+    # 11 trials of 3 tasks (alpha, beta, gamma): n is 3 tasks, not 11 trials
+    pooled = rows.loc[("(pooled)", "spearman")]
+    assert (int(pooled["n"]), int(pooled["n_trials"])) == (3, 11)
+    assert not bool(pooled["computable"])  # 3 tasks are below the minimum of 5
+    assert (int(rows.loc[("baseline-local-direct", "spearman"), "n"])) == 3
+    assert int(rows.loc[("baseline-local-direct", "spearman"), "n_trials"]) == 5
+    assert int(rows.loc[("mcp-remote-direct", "spearman"), "n_trials"]) == 6
 
 
 def test_timeline_defaults_to_the_largest_reward_difference(study):

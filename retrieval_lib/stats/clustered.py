@@ -1,0 +1,472 @@
+"""The task as the unit of inference: per-task aggregation and the cluster bootstrap.
+
+Repeated trials of one task share its difficulty: they are not independent observations.
+Treating them as such inflates ``n``, narrows confidence intervals and shrinks p-values
+(pseudo-replication: with every trial copied four times, a trial-level bootstrap CI
+halves while a task-level one does not move). Every pooled estimate of the library uses
+one of the two standard remedies, both here:
+
+* :func:`aggregate_by_task` — **aggregate first**: one row per task (within each group of
+  the estimate: config or family, model), the mean of each column over the task's trials
+  with a value, with the trial counts. Any later statistic (a mean with its bootstrap CI,
+  a correlation) then has ``n`` = tasks.
+* :func:`task_mean_ci` — aggregate first, then the mean over tasks (each task counts
+  once, however often it was repeated) with the library's percentile bootstrap over the
+  task means; :func:`correlate_by_task` — correlations over one value per task.
+* :func:`cluster_bootstrap_mean` — **cluster bootstrap**: the mean over trials, with a
+  percentile interval from resampling *tasks* with replacement and keeping all trials
+  of a drawn task. Used where the grouping is a property of the trial (a retrieval tier,
+  a calibration slice), so one task's trials may fall into different groups and the
+  estimate is about trials, but its uncertainty is about tasks.
+
+The task key is the canonical ``task_name`` as the matched comparison uses it
+(:func:`retrieval_lib.stats.paired.match_tasks`: ``task_name`` as text; names are made
+canonical when runs are read, :func:`retrieval_lib.runs.canonical_task_name`). Missing
+group keys (e.g. an unknown ``model``) form their own group, as in the matching (missing
+equals missing).
+
+Reference: clustered standard errors for evals whose questions come in groups, paired
+differences and power analysis are the recommendations of E. Miller, "Adding Error Bars
+to Evals: A Statistical Approach to Language Model Evaluations", arXiv:2411.00640 (2024).
+
+Examples
+--------
+>>> import pandas as pd
+>>> trials = pd.DataFrame({"task_name": ["a", "a", "a", "b"],
+...                        "reward": [1.0, 1.0, 0.0, 0.0]})
+>>> aggregate_by_task(trials, ["reward"])[["task_name", "n_trials", "reward"]].values.tolist()
+[['a', 3, 0.6666666666666666], ['b', 1, 0.0]]
+>>> r = cluster_bootstrap_mean(trials["reward"], trials["task_name"], n_boot=200)
+>>> (r.n_tasks, r.n_trials, r.mean)
+(2, 4, 0.5)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from retrieval_lib.errors import StatisticsError
+from retrieval_lib.stats.columns import as_float
+
+__all__ = [
+    "CLUSTER_REFERENCE",
+    "TASK_COLUMN",
+    "ClusterMeanCI",
+    "aggregate_by_task",
+    "cluster_bootstrap_mean",
+    "correlate_by_task",
+    "n_text",
+    "task_mean_ci",
+    "task_keys",
+]
+
+#: Column holding the canonical task (the matched comparison's task key).
+TASK_COLUMN = "task_name"
+#: The reference the method texts cite.
+CLUSTER_REFERENCE = (
+    'E. Miller, "Adding Error Bars to Evals: A Statistical Approach to Language Model '
+    'Evaluations", arXiv:2411.00640 (2024)'
+)
+_BOOT_CELLS = 4_000_000  # resampled task indices per chunk (bounds memory to ~32 MB)
+
+
+def task_keys(trials: pd.DataFrame, task: str = TASK_COLUMN) -> pd.Series:
+    """The canonical task key of each trial: ``task_name`` as text, as ``match_tasks`` has it.
+
+    Examples
+    --------
+    >>> task_keys(pd.DataFrame({"task_name": ["x", 3]})).tolist()
+    ['x', '3']
+    """
+    if task not in trials.columns:
+        raise StatisticsError(f"the trial table has no {task!r} column to group tasks by")
+    return trials[task].astype(str)
+
+
+def n_text(n_tasks: Any, n_trials: Any) -> str:
+    """How an ``n`` is shown: tasks, with the trial count beside it.
+
+    Examples
+    --------
+    >>> n_text(40, 209), n_text(1, 1), n_text(3, 3)
+    ('40 tasks, 209 trials', '1 task, 1 trial', '3 tasks, 3 trials')
+    """
+    tasks, trials = int(n_tasks), int(n_trials)
+    return f"{tasks} task{'' if tasks == 1 else 's'}, {trials} trial{'' if trials == 1 else 's'}"
+
+
+def aggregate_by_task(
+    trials: pd.DataFrame,
+    columns: Sequence[str],
+    by: Sequence[str] = (),
+    *,
+    task: str = TASK_COLUMN,
+) -> pd.DataFrame:
+    """One row per task (within each ``by`` group): the mean of each column over its trials.
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        One row per trial.
+    columns : sequence of str
+        Numeric (or boolean) columns to average; booleans become 1.0/0.0 (a pass rate),
+        missing values are left out of the mean (missing is not zero); a task without a
+        value of a column has NaN there.
+    by : sequence of str
+        Group columns of the estimate (e.g. ``config_name``, ``model``); a missing key is
+        its own group.
+    task : str
+        Task column (default ``task_name``, the matched comparison's key).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``*by, task, n_trials``, then per column ``<column>`` (the task mean) and
+        ``<column>:n_trials`` (trials with a value); sorted by the keys.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"config_name": ["b", "b", "b", "t"], "task_name": ["x", "x", "y", "x"],
+    ...                   "reward": [1.0, None, 0.5, 0.0], "passed": [True, False, None, False]})
+    >>> out = aggregate_by_task(t, ["reward", "passed"], by=["config_name"])
+    >>> out[["config_name", "task_name", "n_trials", "reward", "reward:n_trials", "passed"]].values.tolist()
+    [['b', 'x', 2, 1.0, 1, 0.5], ['b', 'y', 1, 0.5, 1, nan], ['t', 'x', 1, 0.0, 1, 0.0]]
+    """
+    by = list(by)
+    columns = list(dict.fromkeys(columns))
+    missing = [c for c in [*by, *columns] if c not in trials.columns]
+    if missing:
+        raise StatisticsError(f"the trial table has no column(s) {', '.join(missing)}")
+    work = pd.DataFrame({name: trials[name].astype(object) for name in by}, index=trials.index)
+    work[task] = task_keys(trials, task)
+    for column in columns:
+        work[column] = as_float(trials[column]).to_numpy(dtype=float)
+    keys = [*by, task]
+    out_columns = [*keys, "n_trials"]
+    for column in columns:
+        out_columns += [column, f"{column}:n_trials"]
+    if work.empty:
+        return pd.DataFrame(columns=out_columns)
+    groups = work.groupby(keys, sort=True, dropna=False)
+    out = groups.size().rename("n_trials").to_frame()
+    if columns:
+        means = groups[columns].mean()
+        counts = groups[columns].count()
+        for column in columns:
+            out[column] = means[column].astype(float)
+            out[f"{column}:n_trials"] = counts[column].astype("int64")
+    out = out.reset_index()
+    for name in by:  # keep missing keys missing (None), not NaN of another type
+        out[name] = out[name].astype(object).where(out[name].notna(), None)
+    return out[out_columns]
+
+
+@dataclass(frozen=True)
+class ClusterMeanCI:
+    """Mean over trials with a task-cluster bootstrap interval.
+
+    Attributes
+    ----------
+    n_tasks, n_trials : int
+        Tasks and trials with a value (the estimate's ``n`` is ``n_tasks``).
+    mean : float
+        Mean over those trials (NaN when none).
+    ci_low, ci_high : float
+        Percentile interval of the bootstrap means (NaN with ``reason`` below two tasks).
+    reason : str or None
+        Why the interval (or the mean) is missing.
+    """
+
+    n_tasks: int
+    n_trials: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    reason: str | None
+
+
+def cluster_bootstrap_mean(
+    values: Iterable[Any] | np.ndarray | pd.Series,
+    tasks: Iterable[Any] | np.ndarray | pd.Series,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> ClusterMeanCI:
+    """Mean over trials and its cluster-bootstrap CI, resampling tasks with all their trials.
+
+    Parameters
+    ----------
+    values : array-like
+        One value per trial; missing (None/NaN) values are left out, and a task whose
+        trials all lack a value is not a task of the estimate.
+    tasks : array-like
+        The task of each trial (same length as ``values``), e.g. :func:`task_keys`.
+    alpha : float
+        The interval holds the ``alpha/2`` and ``1 - alpha/2`` quantiles (linear
+        interpolation, as :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`).
+    n_boot : int
+        Bootstrap resamples.
+    seed : int
+        Seed of ``numpy.random.Generator(PCG64(seed))`` (``numpy.random.default_rng(seed)``).
+
+    Returns
+    -------
+    ClusterMeanCI
+
+    Notes
+    -----
+    With ``k`` tasks (sorted by key), ``S_j`` the sum and ``c_j`` the number of trial values
+    of task ``j``, resample ``b`` draws ``u = rng.random(k)`` (the ``b``-th row of
+    ``rng.random((n_boot, k))``, drawn in chunks of rows) and the tasks
+    ``j_i = floor(k * u_i)``; its mean is ``sum(S[j]) / sum(c[j])``: every trial of a
+    drawn task counts, once per draw. The estimate is the plain mean over trials
+    ``sum(S) / sum(c)``. Vectorised: 50,000 tasks × 10,000 resamples is 5·10^8 draws
+    (benchmark figures: ``benchmarks/README.md``). Reference: Miller (2024),
+    arXiv:2411.00640, clustered standard errors.
+
+    Raises
+    ------
+    StatisticsError
+        ``values`` and ``tasks`` of different lengths, ``n_boot < 1`` or ``alpha``
+        outside (0, 1).
+
+    Examples
+    --------
+    >>> r = cluster_bootstrap_mean([1.0, 1.0, 0.0, 0.0, 1.0], ["a", "a", "b", "b", "c"],
+    ...                            n_boot=500, seed=1)
+    >>> (r.n_tasks, r.n_trials, r.mean), 0.0 <= r.ci_low < r.mean < r.ci_high <= 1.0
+    ((3, 5, 0.6), True)
+    >>> cluster_bootstrap_mean([0.5, None], ["a", "b"]).reason
+    'one task: no interval from a single task'
+    """
+    if n_boot < 1:
+        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
+    if not 0.0 < alpha < 1.0:
+        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
+    data = as_float(pd.Series(list(values) if not isinstance(values, pd.Series) else values))
+    array = data.to_numpy(dtype=float)
+    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
+    if len(keys) != array.size:
+        raise StatisticsError(
+            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
+        )
+    finite = np.isfinite(array)
+    array = array[finite]
+    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
+    k = int(codes.max()) + 1 if codes.size else 0
+    if k == 0:
+        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
+    sums = np.bincount(codes, weights=array, minlength=k)
+    counts = np.bincount(codes, minlength=k).astype(float)
+    mean = float(sums.sum() / counts.sum())
+    n_trials = int(array.size)
+    if k == 1:
+        return ClusterMeanCI(
+            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
+        )
+    rng = np.random.Generator(np.random.PCG64(seed))
+    means = np.empty(n_boot)
+    equal = bool(np.all(counts == counts[0]))
+    chunk = max(1, _BOOT_CELLS // k)
+    gathered = np.empty((min(chunk, n_boot), k))
+    for start in range(0, n_boot, chunk):
+        stop = min(start + chunk, n_boot)
+        drawn = rng.random((stop - start, k))
+        drawn *= k
+        idx = drawn.astype(np.intp)
+        out = gathered[: stop - start]
+        # "clip" guards the (impossible) u*k == k after rounding and skips bounds checks
+        np.take(sums, idx, mode="clip", out=out)
+        total = out.sum(axis=1)
+        if equal:  # equal cluster sizes: the denominator is constant (k * c)
+            means[start:stop] = total / (k * counts[0])
+        else:
+            np.take(counts, idx, mode="clip", out=out)
+            means[start:stop] = total / out.sum(axis=1)
+    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
+    return ClusterMeanCI(k, n_trials, mean, float(low), float(high), None)
+
+
+def task_mean_ci(
+    values: Iterable[Any] | np.ndarray | pd.Series,
+    tasks: Iterable[Any] | np.ndarray | pd.Series,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> ClusterMeanCI:
+    """Aggregate first: the mean over tasks of each task's mean, with a bootstrap over tasks.
+
+    Each task's value is the mean of its trials with a value (the rule of the matched
+    comparison, ``combine="mean"``); the estimate is the mean of those task means and its
+    interval the percentile bootstrap of
+    :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci` over them, so ``n`` is the
+    number of tasks. Without repeats it is the plain mean with the plain bootstrap.
+
+    Parameters
+    ----------
+    values, tasks : array-like
+        One value and one task per trial; missing values are left out.
+    alpha, n_boot, seed
+        As :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`.
+
+    Returns
+    -------
+    ClusterMeanCI
+        ``mean`` is the mean of the task means.
+
+    Examples
+    --------
+    >>> r = task_mean_ci([1.0, 1.0, 0.0, 0.0], ["a", "a", "a", "b"], n_boot=200)
+    >>> (r.n_tasks, r.n_trials, round(r.mean, 4))
+    (2, 4, 0.3333)
+    """
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+
+    array = as_float(
+        pd.Series(list(values) if not isinstance(values, pd.Series) else values)
+    ).to_numpy(dtype=float)
+    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
+    if len(keys) != array.size:
+        raise StatisticsError(
+            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
+        )
+    finite = np.isfinite(array)
+    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
+    k = int(codes.max()) + 1 if codes.size else 0
+    if k == 0:
+        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
+    task_means = np.bincount(codes, weights=array[finite], minlength=k) / np.bincount(
+        codes, minlength=k
+    )
+    mean, n_trials = float(task_means.mean()), int(finite.sum())
+    if k == 1:
+        return ClusterMeanCI(
+            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
+        )
+    low, high = bootstrap_mean_ci(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
+    return ClusterMeanCI(k, n_trials, mean, low, high, None)
+
+
+def _majority(values: pd.Series) -> pd.Series:
+    """A task's pass/fail from its pass rate: more than half passed; an even split is NaN."""
+    array = values.to_numpy(dtype=float)
+    out = np.where(array > 0.5, 1.0, np.where(array < 0.5, 0.0, np.nan))
+    return pd.Series(out, index=values.index)
+
+
+def correlate_by_task(
+    df: pd.DataFrame,
+    metrics: str | Sequence[str] = "key",
+    outcomes: Iterable[str] | None = None,
+    by: str | None = "config_name",
+    min_n: int = 5,
+    *,
+    exclude_flagged: bool = False,
+    task: str = TASK_COLUMN,
+) -> pd.DataFrame:
+    """:func:`~retrieval_lib.stats.correlation.correlate_metrics` over one value per task.
+
+    Repeated trials are averaged per task first (within each ``by`` group, and over all
+    trials for the pooled group), so every correlation's ``n`` counts tasks. A binary
+    outcome (``passed``) becomes the task's majority result: passed when more than half of
+    its trials passed, failed when fewer, left out on an even split (the rule of the
+    matched McNemar test). An errored or timed-out trial marks its task as flagged
+    (``n_flagged`` counts tasks); ``exclude_flagged`` leaves such trials out before
+    averaging.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per trial (needs ``task_name``).
+    metrics, outcomes, by, min_n, exclude_flagged
+        As :func:`~retrieval_lib.stats.correlation.correlate_metrics`.
+    task : str
+        Task column (default ``task_name``, the matched comparison's key).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns of ``correlate_metrics`` with ``n_trials`` after ``n``: the trials of
+        the ``n`` tasks (``n`` counts tasks with a value of both ``x`` and ``y``).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"config_name": ["a"] * 7,
+    ...     "task_name": ["t1", "t1", "t2", "t3", "t4", "t5", "t5"],
+    ...     "file.AP": [0.1, 0.3, 0.2, 0.3, 0.5, 0.9, 0.7],
+    ...     "reward": [0.0, 0.0, 0.5, 0.4, 1.0, 1.0, 1.0]})
+    >>> out = correlate_by_task(df, outcomes=["reward"], by=None)
+    >>> out[["method", "n", "n_trials"]].values.tolist()
+    [['pearson', 5, 7], ['spearman', 5, 7]]
+    """
+    from retrieval_lib.stats.columns import (
+        BINARY_OUTCOMES,
+        OUTCOME_COLUMNS,
+        require_columns,
+        resolve_metrics,
+    )
+    from retrieval_lib.stats.correlation import (
+        FLAG_COLUMNS,
+        POOLED_GROUP,
+        correlate_metrics,
+    )
+
+    require_columns(df, [task])
+    metric_list = resolve_metrics(df, metrics)
+    outcome_list = [o for o in (OUTCOME_COLUMNS if outcomes is None else outcomes) if o in df]
+    flagged = np.zeros(len(df), dtype=bool)
+    for column in FLAG_COLUMNS:
+        if column in df.columns:
+            flagged |= np.nan_to_num(as_float(df[column]).to_numpy(), nan=0.0) != 0.0
+    rows = df.assign(_flagged=flagged.astype(float))
+    if exclude_flagged:
+        rows = rows[~flagged]
+    columns = list(dict.fromkeys([*metric_list, *outcome_list]))
+
+    def per_task(group_by: Sequence[str]) -> pd.DataFrame:
+        agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
+        for outcome in outcome_list:
+            if outcome in BINARY_OUTCOMES:
+                agg[outcome] = _majority(agg[outcome])
+        agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
+        return agg
+
+    def with_trials(result: pd.DataFrame, agg: pd.DataFrame, group: str | None) -> pd.DataFrame:
+        counts = []
+        for row in result[["group", "x", "y"]].itertuples(index=False):
+            sub = agg if group is None else agg[agg[by].astype(str) == row.group]
+            x, y = sub[row.x].to_numpy(float), sub[row.y].to_numpy(float)
+            complete = np.isfinite(x) & np.isfinite(y)
+            counts.append(int(sub["n_trials"].to_numpy()[complete].sum()))
+        result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
+        return result
+
+    parts = []
+    pooled = per_task(())
+    parts.append(
+        with_trials(
+            correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n),
+            pooled,
+            None,
+        )
+    )
+    if by is not None:
+        require_columns(df, [by])
+        grouped = per_task([by])
+        grouped[by] = grouped[by].astype("string").fillna("(none)")
+        result = correlate_metrics(grouped, metric_list, outcome_list, by=by, min_n=min_n)
+        result = result[result["group"] != POOLED_GROUP].reset_index(drop=True)
+        parts.append(with_trials(result, grouped, by))
+    frames = [p for p in parts if not p.empty]
+    if not frames:
+        return parts[0]
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["group", "x", "y", "method"], kind="mergesort").reset_index(drop=True)
