@@ -6,7 +6,10 @@ import their heavy dependencies inside ``run`` so ``retrieval-lib --help`` and
 ``retrieval-lib normalize`` start fast.
 
 Exit codes: 0 success, 1 failure (a :class:`~retrieval_lib.errors.RetrievalLibError`
-or a failed check), 2 usage error (argparse).
+or a failed check), 2 usage error (argparse: a missing required argument, an unknown
+option, a value of the wrong form or out of range; or a
+:class:`~retrieval_lib.errors.UsageError` raised by a command, such as ``report``
+without a run folder). Every error is one line on stderr, never a traceback.
 
 A command whose optional libraries are missing stops before doing any work, with one
 line naming the extra that installs them (:data:`COMMAND_LIBRARIES`); an optional
@@ -21,7 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from retrieval_lib import __version__
-from retrieval_lib.errors import RetrievalLibError
+from retrieval_lib.errors import RetrievalLibError, UsageError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -111,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(_missing_extras_message(args.command, [error.module]), file=sys.stderr)
         return 1
+    except UsageError as exc:
+        print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except RetrievalLibError as exc:
         print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from retrieval_lib.report.params import SEED
+
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
@@ -26,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="N",
         help="number of tasks (default: 10 for --scale example, 200 for bench)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    parser.add_argument(
+        "--seed", type=SEED.cli_type(), default=0, metavar="S", help="random seed (default 0)"
+    )
     parser.add_argument(
         "--runs", type=int, default=1, metavar="N", help="batch-layout runs (default 1)"
     )

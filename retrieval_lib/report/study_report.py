@@ -189,7 +189,7 @@ def run_study(
         Bad inputs or parameters (before anything runs), or a failing notebook cell.
     """
     from retrieval_lib.io import atomic_write_json, now_iso
-    from retrieval_lib.report.params import check_parameters, resolve_notebook
+    from retrieval_lib.report.params import check_parameters, check_schema, resolve_notebook
     from retrieval_lib.study import load_evaluated
     from retrieval_lib.study.families import config_families
     from retrieval_lib.study.loader import prepare_runs
@@ -197,7 +197,9 @@ def run_study(
     values = dict(params or {})
     notebook = resolve_notebook("study") if report else None
     if notebook is not None:
-        check_parameters(values, study_parameters(), notebook=notebook.name)
+        values = check_parameters(values, study_parameters(), notebook=notebook.name)
+    else:  # the parameters still set the study's options: the same checks
+        values = check_schema(values, "study")
     mapping = dict(values.get("config_map") or {})
     mapping.update(config_map or {})
     config_families(mapping)  # refuse a bad entry before the slow part
