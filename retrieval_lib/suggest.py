@@ -1,4 +1,4 @@
-""""Did you mean" suggestions for mistyped names (parameters, metrics, configs).
+"""Suggestions ("did you mean") for mistyped names (parameters, metrics, configs).
 
 Examples
 --------
@@ -38,9 +38,7 @@ def did_you_mean(name: str, candidates: Iterable[str], *, n: int = 3) -> list[st
         scores[candidate] = max(
             difflib.SequenceMatcher(None, wanted, form).ratio() for form in forms
         )
-    close = sorted(
-        (c for c, s in scores.items() if s >= 0.75), key=lambda c: (-scores[c], c)
-    )
+    close = sorted((c for c, s in scores.items() if s >= 0.75), key=lambda c: (-scores[c], c))
     return close[:n]
 
 

@@ -172,7 +172,9 @@ class Parameter:
         """
         parts = []
         if self.minimum is not None:
-            parts.append(f"{'above' if self.exclusive else 'at least'} {_number_text(self.minimum)}")
+            parts.append(
+                f"{'above' if self.exclusive else 'at least'} {_number_text(self.minimum)}"
+            )
         if self.maximum is not None:
             parts.append(f"{'below' if self.exclusive else 'at most'} {_number_text(self.maximum)}")
         return ", ".join(parts)
@@ -279,8 +281,7 @@ SCHEMAS: dict[str, tuple[Parameter, ...]] = {
             "tasks_root",
             "str",
             "",
-            "task definitions root the run was normalised with (provenance only); empty: "
-            "not given",
+            "task definitions root the run was normalised with (provenance only); empty: not given",
             path=True,
         ),
         Parameter(
@@ -669,7 +670,7 @@ def load_params_file(path: str | Path) -> dict[str, Any]:
     --------
     >>> import pathlib, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "p.yaml").write_text('alpha: 5e-2\nrun_dir: "runs/r1"\n')
+    >>> _ = (folder / "p.yaml").write_text('alpha: 5e-2\\nrun_dir: "runs/r1"\\n')
     >>> values = load_params_file(folder / "p.yaml")
     >>> values["alpha"], values["run_dir"] == str(folder.resolve() / "runs" / "r1")
     (0.05, True)

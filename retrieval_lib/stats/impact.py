@@ -960,9 +960,7 @@ def impact_for_run(
             if not differences:
                 return loaded, str(candidate)
             kept = recorded_options(loaded.params)
-            note = (
-                f"{candidate.name} was made with other parameters ({'; '.join(differences)})"
-            )
+            note = f"{candidate.name} was made with other parameters ({'; '.join(differences)})"
             root = candidate.parent
             break
     if table is None:
