@@ -120,7 +120,8 @@ class Parameter:
         """``value`` converted to the parameter's type and checked; :class:`ReportError` if not.
 
         An integer is accepted for a float, an integral float (``1e4``) for an integer,
-        and a string that is a number (``"5e-2"``) for either.
+        and a string that is a number with an exponent (``"5e-2"``, which PyYAML reads
+        as a string) for either; another string (``"3"``, quoted) is not a number.
         """
         place = f" of {where}" if where else ""
         coerced = _coerce(value, self.type)
@@ -149,8 +150,11 @@ class Parameter:
         import argparse
 
         def parse(text: str) -> Any:
+            value: Any = text.strip()
+            if self.type in ("int", "float") and _NUMBER.fullmatch(value):
+                value = int(value) if re.fullmatch(r"[-+]?[0-9]+", value) else float(value)
             try:
-                return self.check(text)
+                return self.check(value)
             except ReportError:
                 raise argparse.ArgumentTypeError(
                     f"must be {self.requirement()}, not {text!r}"
@@ -188,6 +192,9 @@ class Parameter:
 
 _INVALID = object()
 _NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+#: A number with an exponent: what YAML 1.2 reads as a float and PyYAML (YAML 1.1, which
+#: needs a ".") as a string.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 
 
 def _number_text(value: float) -> str:
@@ -196,8 +203,8 @@ def _number_text(value: float) -> str:
 
 def _coerce(value: Any, type_name: str) -> Any:
     if type_name in ("int", "float"):
-        if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-            value = float(value)
+        if isinstance(value, str) and _EXPONENT_NUMBER.fullmatch(value.strip()):
+            value = float(value)  # "5e-2": a number for YAML 1.2, a string for PyYAML
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return _INVALID
         if isinstance(value, float) and not math.isfinite(value):
@@ -652,7 +659,7 @@ def _yaml_loader() -> Any:
     # only sees what no other rule (int, bool, null, ...) took.
     Loader.add_implicit_resolver(
         "tag:yaml.org,2002:float",
-        re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+        re.compile(f"^{_EXPONENT_NUMBER.pattern}$"),
         list("-+.0123456789"),
     )
     return Loader
