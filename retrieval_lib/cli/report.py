@@ -72,7 +72,7 @@ def _check_configs(run_dir: Path, values: dict[str, Any]) -> None:
     before the notebook runs."""
     if not (values.get("baseline") or values.get("treatment")):
         return
-    from retrieval_lib.errors import StatisticsError, UsageError
+    from retrieval_lib.errors import ReportError, StatisticsError
     from retrieval_lib.stats.impact import find_metrics_tables, read_metrics_table
     from retrieval_lib.stats.paired import pair_configs
 
@@ -84,7 +84,7 @@ def _check_configs(run_dir: Path, values: dict[str, Any]) -> None:
             values.get("treatment") or None,
         )
     except StatisticsError as exc:
-        raise UsageError(f"{run_dir.name}: {exc}") from None
+        raise ReportError(f"{run_dir.name}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
