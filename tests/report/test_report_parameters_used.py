@@ -71,7 +71,8 @@ def test_an_unknown_config_is_refused_before_the_notebook_runs(evaluated_run, tm
     params = tmp_path / "bad.yaml"
     params.write_text('treatment: "mcp-remote-direkt"\n')
     out = tmp_path / "out"
-    assert main(["report", str(evaluated_run), "-f", str(params), "--out", str(out)]) == 2
+    # a bad value in a parameter file is a failure (1), as for impact --treatment nope
+    assert main(["report", str(evaluated_run), "-f", str(params), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert (
         "treatment config 'mcp-remote-direkt' not found (did you mean 'mcp-remote-direct'?)" in err
