@@ -45,3 +45,8 @@ class ReportError(RetrievalLibError):
 
 class UnsafePathError(RetrievalLibError):
     """A computed output path would escape its output folder."""
+
+
+class UsageError(RetrievalLibError):
+    """A command was called wrongly (a missing argument, options that do not go together):
+    the CLI reports it in one line with exit code 2, as argparse does its own."""

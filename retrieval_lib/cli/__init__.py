@@ -6,7 +6,10 @@ import their heavy dependencies inside ``run`` so ``retrieval-lib --help`` and
 ``retrieval-lib normalize`` start fast.
 
 Exit codes: 0 success, 1 failure (a :class:`~retrieval_lib.errors.RetrievalLibError`
-or a failed check), 2 usage error (argparse).
+or a failed check), 2 usage error (argparse: a missing required argument, an unknown
+option, a value of the wrong form or out of range; or a
+:class:`~retrieval_lib.errors.UsageError` raised by a command, such as ``report``
+without a run folder). Every error is one line on stderr, never a traceback.
 
 A command whose optional libraries are missing stops before doing any work, with one
 line naming the extra that installs them (:data:`COMMAND_LIBRARIES`); an optional
@@ -19,9 +22,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from retrieval_lib import __version__
-from retrieval_lib.errors import RetrievalLibError
+from retrieval_lib.errors import RetrievalLibError, UsageError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -71,9 +75,46 @@ def _missing_extras_message(command: str, modules: Sequence[str]) -> str:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line: the error and where the usage is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {
+        name: sub
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name, sub in action.choices.items()
+    }
+
+
+def _unknown_arguments(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: Sequence[str]
+) -> None:
+    """Exit 2 naming the arguments the command does not take, with "did you mean"."""
+    from retrieval_lib.suggest import hint
+
+    command = _subparsers(parser)[args.command]
+    # a nested command (kb compare): its own options
+    nested = _subparsers(command)
+    chosen = next(
+        (nested[v] for v in vars(args).values() if isinstance(v, str) and v in nested), None
+    )
+    target = chosen or command
+    options = [s for action in target._actions for s in action.option_strings]
+    described = " ".join(
+        f"{word}{hint(word.split('=')[0], options)}" if word.startswith("-") else word
+        for word in unknown
+    )
+    target.error(f"unrecognized arguments: {described}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="retrieval-lib",
         description=(
             "Evaluate retrieval in coding-agent runs and RAG knowledge bases: "
@@ -95,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from retrieval_lib.lazylibs import MissingExtraError, missing_extra, missing_modules
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _unknown_arguments(parser, args, unknown)  # exits 2, as argparse does
     absent = missing_modules(COMMAND_LIBRARIES.get(args.command, ()))
     if absent:
         print(_missing_extras_message(args.command, absent), file=sys.stderr)
@@ -111,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(_missing_extras_message(args.command, [error.module]), file=sys.stderr)
         return 1
+    except UsageError as exc:
+        print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except RetrievalLibError as exc:
         print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
         return 1

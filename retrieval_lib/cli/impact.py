@@ -11,7 +11,8 @@ import argparse
 import math
 from typing import Any
 
-from retrieval_lib.cli._types import non_negative_int, positive_int
+from retrieval_lib.cli._types import positive_int
+from retrieval_lib.report.params import N_BOOT, SEED
 
 #: Comparisons the summary prints for each pair, when present.
 HEADLINE_METRICS = ("reward", "passed", "cost_usd", "agent_execution_seconds", "total_tokens")
@@ -41,11 +42,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="treatment config (default: names starting 'mcp' or 'sourcegraph')",
     )
     parser.add_argument(
-        "--seed", type=non_negative_int, default=0, metavar="N", help="bootstrap seed (default 0)"
+        "--seed", type=SEED.cli_type(), default=0, metavar="N", help="bootstrap seed (default 0)"
     )
     parser.add_argument(
         "--n-boot",
-        type=positive_int,
+        type=N_BOOT.cli_type(),
         default=10000,
         metavar="N",
         help="bootstrap resamples (default 10000)",

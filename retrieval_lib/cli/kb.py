@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from retrieval_lib.cli._types import non_negative_int
+from retrieval_lib.report.params import N_BOOT, SEED
 
 _DEFAULT_DB = "eval.sqlite"
 
@@ -113,13 +113,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     compare.add_argument("--report", metavar="out.md", help="also write a Markdown report")
     compare.add_argument(
         "--bootstrap",
-        type=int,
+        type=N_BOOT.cli_type(),
         default=2000,
         metavar="N",
         help="bootstrap resamples (default 2000)",
     )
     compare.add_argument(
-        "--seed", type=non_negative_int, default=0, help="bootstrap RNG seed (default 0)"
+        "--seed", type=SEED.cli_type(), default=0, help="bootstrap RNG seed (default 0)"
     )
     compare.add_argument("--json", action="store_true", help="print the CompareReport as JSON")
 

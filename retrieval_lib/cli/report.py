@@ -16,9 +16,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "with retrieval_events/), execute the notebook with kernel python3 and write "
             "<out>/<run_id>/<notebook>.ipynb and a self-contained .html (code hidden, figures "
             "embedded, nothing loaded from the network), then print the HTML path. Parameter "
-            "names and types are checked against the notebook's parameters cell: unknown names "
-            "fail. Without PATH, run_analysis uses run_dir from the parameter file; other "
-            "notebooks (--notebook kb_compare) need no PATH and write <out>/<notebook>/."
+            "names, types and ranges are checked before anything runs: unknown names fail. "
+            "Relative paths in the parameter file are relative to that file's folder. "
+            "Without PATH, run_analysis uses run_dir from the parameter file (neither: "
+            "usage error, exit 2); other notebooks (--notebook kb_compare) need no PATH and "
+            "write <out>/<notebook>/. A run's retrieval_impact.json made with other "
+            "baseline/treatment/seed/n_boot values than the report's is recomputed (in "
+            "memory) with the report's values, and the report says so."
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="evaluated run folder")
@@ -41,8 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--strict-harness-version",
         action="store_true",
         help="run_analysis: match only tasks whose harness versions are known and equal "
-        "(the parameter strict_harness_version; used when the run has no "
-        "retrieval_impact.json, which otherwise decides)",
+        "(the parameter strict_harness_version)",
     )
     return parser
 
@@ -64,8 +67,28 @@ def _evaluated_run(raw: str) -> Path:
     return events.parent if events.name == EVENTS_DIRNAME else events
 
 
+def _check_configs(run_dir: Path, values: dict[str, Any]) -> None:
+    """Refuse a baseline or treatment config the run does not have (with "did you mean"),
+    before the notebook runs."""
+    if not (values.get("baseline") or values.get("treatment")):
+        return
+    from retrieval_lib.errors import ReportError, StatisticsError
+    from retrieval_lib.stats.impact import find_metrics_tables, read_metrics_table
+    from retrieval_lib.stats.paired import pair_configs
+
+    table = read_metrics_table(find_metrics_tables(run_dir)[0])
+    try:
+        pair_configs(
+            table["config_name"].dropna().astype(str),
+            values.get("baseline") or None,
+            values.get("treatment") or None,
+        )
+    except StatisticsError as exc:
+        raise ReportError(f"{run_dir.name}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.errors import ReportError
+    from retrieval_lib.errors import ReportError, UsageError
     from retrieval_lib.report import (
         check_parameters,
         load_params_file,
@@ -81,25 +104,28 @@ def run(args: argparse.Namespace) -> int:
         if "strict_harness_version" not in spec:
             raise ReportError(f"{notebook.name} has no strict_harness_version parameter")
         base["strict_harness_version"] = True
-    # Refuse unknown names and bad types before executing anything.
-    check_parameters(base, spec, notebook=notebook.name)
+    # Refuse unknown names, bad types and out-of-range values before executing anything.
+    base = check_parameters(base, spec, notebook=notebook.name)
     out_root = Path(args.out)
     targets: list[tuple[Path, dict[str, Any]]] = []
     if args.paths:
         if "run_dir" not in spec:
-            raise ReportError(f"{notebook.name} takes no run folder; give its parameters with -f")
+            raise UsageError(f"{notebook.name} takes no run folder; give its parameters with -f")
         for raw in args.paths:
             run_dir = _evaluated_run(raw)
             targets.append((out_root / run_dir.name, {**base, "run_dir": str(run_dir)}))
     elif "run_dir" in spec:
         if not base.get("run_dir"):
-            raise ReportError(
-                "give an evaluated run folder (PATH) or run_dir in the parameter file"
+            raise UsageError(
+                "give an evaluated run folder (PATH) or run_dir in the parameter file (-f)"
             )
         run_dir = _evaluated_run(str(base["run_dir"]))
         targets.append((out_root / run_dir.name, {**base, "run_dir": str(run_dir)}))
     else:
         targets.append((out_root / notebook.stem, dict(base)))
+    for _folder, values in targets:
+        if "run_dir" in values and Path(values["run_dir"]).is_dir():
+            _check_configs(Path(values["run_dir"]), values)
     for folder, values in targets:
         if "output_dir" in spec and not values.get("output_dir"):
             values["output_dir"] = str(folder.resolve())

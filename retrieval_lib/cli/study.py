@@ -86,7 +86,9 @@ def _check_inputs(params: dict, config_map: dict, *, report: bool) -> None:
     from retrieval_lib.study.families import config_families
 
     if report:
-        check_parameters(dict(params), study_parameters(), notebook=resolve_notebook("study").name)
+        params = check_parameters(
+            params, study_parameters(), notebook=resolve_notebook("study").name
+        )
     mapping = dict(params.get("config_map") or {})
     mapping.update(config_map)
     config_families(mapping)

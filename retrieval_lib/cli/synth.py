@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from retrieval_lib.cli._types import positive_int
+from retrieval_lib.report.params import SEED
+
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
@@ -21,14 +24,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
     parser.add_argument(
         "--tasks",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="number of tasks (default: 10 for --scale example, 200 for bench)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     parser.add_argument(
-        "--runs", type=int, default=1, metavar="N", help="batch-layout runs (default 1)"
+        "--seed", type=SEED.cli_type(), default=0, metavar="S", help="random seed (default 0)"
+    )
+    parser.add_argument(
+        "--runs", type=positive_int, default=1, metavar="N", help="batch-layout runs (default 1)"
     )
     parser.add_argument(
         "--scale",

@@ -63,7 +63,9 @@ def render_report(
 ) -> ReportResult:
     """Check ``parameters``, execute ``notebook`` into ``out_dir``, write HTML beside it.
 
-    Returns the paths of ``<out_dir>/<name>.ipynb`` and ``<out_dir>/<name>.html``.
+    Returns the paths of ``<out_dir>/<name>.ipynb`` and ``<out_dir>/<name>.html``, each
+    replaced atomically; a ``<name>.failed.ipynb`` left by an earlier failed execution of
+    the same report is removed once the new one is written.
 
     The parameters are checked against the notebook's ``parameters`` cell first (unknown
     names and ill-typed values fail before anything runs); the kernel is ``python3`` and
@@ -93,11 +95,12 @@ def render_report(
 
     nb_path = Path(notebook).resolve()
     spec = notebook_parameters(nb_path)
-    check_parameters(parameters, spec, notebook=nb_path.name)
+    parameters = check_parameters(parameters, spec, notebook=nb_path.name)
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     stem = name or nb_path.stem
     out_nb = out / f"{stem}.ipynb"
+    failed = out / f"{stem}.failed.ipynb"
     tmp_nb = out / f".{stem}.executing.ipynb"
     # papermill logs every cell at INFO; keep the CLI's output to the paths it prints.
     logging.getLogger("papermill").setLevel(logging.WARNING)
@@ -115,7 +118,6 @@ def render_report(
             extra_arguments=list(KERNEL_ARGUMENTS),
         )
     except PapermillExecutionError as exc:
-        failed = out / f"{stem}.failed.ipynb"
         if tmp_nb.exists():
             tmp_nb.replace(failed)
         raise ReportError(
@@ -138,4 +140,6 @@ def render_report(
     atomic_write_text(out_nb, nbformat.writes(nb))
     tmp_nb.unlink(missing_ok=True)
     html = write_html(nb, out / f"{stem}.html", title=stem)
+    # The new report replaces every earlier output of the same report, a failed one too.
+    failed.unlink(missing_ok=True)
     return ReportResult(notebook=out_nb, html=html)

@@ -205,7 +205,8 @@ def run_pipeline(
         Notebook parameters (checked against ``notebooks/run_analysis.ipynb`` before
         anything runs); ``run_dir``, ``tasks_root`` and ``output_dir`` are set per run.
         ``seed``, ``n_boot``, ``baseline``, ``treatment`` and ``strict_harness_version``
-        also drive the written ``retrieval_impact.json``.
+        (given, or the notebook's defaults) also drive the written
+        ``retrieval_impact.json``, so the report shows that document.
     workers
         Normalisation worker processes.
     report
@@ -242,11 +243,16 @@ def run_pipeline(
 
         notebook = resolve_notebook("run_analysis")
         # Fail on a bad parameter before the (slower) normalisation starts.
-        check_parameters(values, notebook_parameters(notebook), notebook=notebook.name)
+        values = check_parameters(values, notebook_parameters(notebook), notebook=notebook.name)
+    # The written retrieval_impact.json is made with the report's values (given or the
+    # notebook's defaults), so the report shows it instead of recomputing it.
+    from retrieval_lib.report.params import schema_defaults
+
+    effective = {**schema_defaults("run_analysis"), **values}
     impact_options = {
-        arg: values[name]
+        arg: effective[name]
         for name, arg in IMPACT_PARAMETERS.items()
-        if values.get(name) not in (None, "")
+        if effective.get(name) not in (None, "")
     }
 
     out_root = Path(out)

@@ -28,6 +28,7 @@ __all__ = [
     "STUDY_DIRNAME",
     "StudyReport",
     "read_manifest",
+    "replaced_study_warning",
     "run_study",
     "study_parameters",
     "write_study_tables",
@@ -91,6 +92,48 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("events_dirs"), list):
         raise InputError(f"{target} is not a study manifest (no events_dirs list)")
     return data
+
+
+def replaced_study_warning(
+    study_dir: str | os.PathLike[str],
+    paths: Sequence[str | os.PathLike[str]],
+    tasks_root: str | os.PathLike[str] | None,
+) -> str | None:
+    """The warning to give before ``study_dir`` is replaced by the study of other inputs.
+
+    ``None`` when ``study_dir`` holds no study, or the study of the same run paths and
+    tasks root (an update of the same study).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> replaced_study_warning(folder, ["runs"], None) is None
+    True
+    >>> _ = (folder / MANIFEST_FILENAME).write_text(json.dumps(
+    ...     {"events_dirs": [], "paths": ["/data/a"], "tasks_root": None}))
+    >>> replaced_study_warning(folder, ["/data/a"], None) is None
+    True
+    >>> print(replaced_study_warning(folder, ["/data/b"], None))  # doctest: +ELLIPSIS
+    warning: .../ holds the study of other runs (/data/a); replacing it with the study of /data/b (give another --out to keep both)
+    """
+    folder = Path(study_dir)
+    if not (folder / MANIFEST_FILENAME).is_file():
+        return None
+    try:
+        previous = read_manifest(folder)
+    except InputError:
+        return f"warning: {folder}/ holds an unreadable study manifest; replacing it"
+    new_paths = sorted(str(Path(p).resolve()) for p in paths)
+    new_root = None if tasks_root is None else str(Path(tasks_root).resolve())
+    old_paths = sorted(str(p) for p in previous.get("paths") or [])
+    if old_paths == new_paths and previous.get("tasks_root") == new_root:
+        return None
+    return (
+        f"warning: {folder}/ holds the study of other runs ({', '.join(old_paths) or '?'}); "
+        f"replacing it with the study of {', '.join(new_paths)} (give another --out to keep "
+        "both)"
+    )
 
 
 def _write_frame(frame: pd.DataFrame, folder: Path, name: str) -> Path:
@@ -189,7 +232,7 @@ def run_study(
         Bad inputs or parameters (before anything runs), or a failing notebook cell.
     """
     from retrieval_lib.io import atomic_write_json, now_iso
-    from retrieval_lib.report.params import check_parameters, resolve_notebook
+    from retrieval_lib.report.params import check_parameters, check_schema, resolve_notebook
     from retrieval_lib.study import load_evaluated
     from retrieval_lib.study.families import config_families
     from retrieval_lib.study.loader import prepare_runs
@@ -197,15 +240,20 @@ def run_study(
     values = dict(params or {})
     notebook = resolve_notebook("study") if report else None
     if notebook is not None:
-        check_parameters(values, study_parameters(), notebook=notebook.name)
+        values = check_parameters(values, study_parameters(), notebook=notebook.name)
+    else:  # the parameters still set the study's options: the same checks
+        values = check_schema(values, "study")
     mapping = dict(values.get("config_map") or {})
     mapping.update(config_map or {})
     config_families(mapping)  # refuse a bad entry before the slow part
     out_root = Path(out)
+    study_dir = out_root / STUDY_DIRNAME
+    warning = replaced_study_warning(study_dir, paths, tasks_root)
+    if warning:  # said before the (slow) preparation: Ctrl-C still keeps the old study
+        log(warning)
     if prepared is None:
         prepared = prepare_runs(list(paths), tasks_root, out=out_root, workers=workers, log=log)
     study = load_evaluated(prepared.events_dirs, config_map=mapping, options=study_options(values))
-    study_dir = out_root / STUDY_DIRNAME
     manifest = atomic_write_json(
         study_dir / MANIFEST_FILENAME,
         {

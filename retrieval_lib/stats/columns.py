@@ -165,7 +165,8 @@ def resolve_metrics(df: pd.DataFrame, metrics: str | Iterable[str] = "key") -> l
     metrics : "key", "all" or iterable of str
         ``"key"``: the :data:`KEY_METRICS` present in ``df`` (default); ``"all"``: every
         metric column (:func:`metric_columns`); a list: exactly those columns, in that
-        order (each must be a metric column of ``df``).
+        order (each must be a metric column of ``df``; a name it lacks is refused with
+        "did you mean" suggestions, not with the list of every column).
 
     Raises
     ------
@@ -186,7 +187,17 @@ def resolve_metrics(df: pd.DataFrame, metrics: str | Iterable[str] = "key") -> l
             return available
         raise StatisticsError(f"metrics must be 'key', 'all' or a list of columns, not {metrics!r}")
     chosen = list(dict.fromkeys(str(m) for m in metrics))
-    require_columns(df, chosen, what="metrics table")
+    absent = [m for m in chosen if m not in df.columns]
+    if absent:
+        from retrieval_lib.suggest import hint
+
+        key = [m for m in KEY_METRICS if m in available]
+        raise StatisticsError(
+            "no metric column "
+            + ", ".join(f"{m!r}{hint(m, available)}" for m in absent)
+            + f" in the metrics table; its key metrics: {', '.join(key) or 'none'} "
+            f"('all' takes all {len(available)} metric columns)"
+        )
     not_metrics = [m for m in chosen if m not in available]
     if not_metrics:
         raise StatisticsError(

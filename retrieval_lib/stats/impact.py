@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -99,6 +99,8 @@ __all__ = [
     "analyze_impact",
     "find_metrics_tables",
     "impact_for_run",
+    "option_differences",
+    "recorded_options",
     "impact_to_json",
     "analyze_impact_columns",
     "load_impact",
@@ -863,36 +865,124 @@ def analyze_impact_columns() -> dict[str, list[str]]:
     }
 
 
+#: Recorded ``params`` of an impact document -> the :func:`analyze_impact` argument.
+_RECORDED_OPTIONS = {
+    "baseline": "baseline",
+    "treatment": "treatment",
+    "seed": "seed",
+    "n_boot": "n_boot",
+    "min_n_correlation": "min_n",
+    "min_matched_pairs": "min_pairs",
+    "combine_repeated_trials": "combine",
+    "strict_harness_version": "strict_harness_version",
+}
+
+
+def recorded_options(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The :func:`analyze_impact` arguments an impact document was made with.
+
+    Examples
+    --------
+    >>> recorded_options({"seed": 3, "n_boot": 300, "metric_family": "key",
+    ...                   "flagged_trials_in_correlations": "kept"})
+    {'seed': 3, 'n_boot': 300, 'metrics': 'key', 'exclude_flagged': False}
+    """
+    options = {arg: params[key] for key, arg in _RECORDED_OPTIONS.items() if key in params}
+    family = params.get("metric_family")
+    if family in ("key", "all"):
+        options["metrics"] = family
+    elif params.get("metrics") is not None:
+        options["metrics"] = list(params["metrics"])
+    if "flagged_trials_in_correlations" in params:
+        options["exclude_flagged"] = params["flagged_trials_in_correlations"] == "excluded"
+    return options
+
+
+def option_differences(params: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]:
+    """``name: recorded -> wanted`` for each of ``options`` an analysis was not made with.
+
+    ``params`` are an impact document's recorded parameters; an empty string or None
+    means "the default" (for ``baseline``/``treatment``: paired by name).
+
+    Examples
+    --------
+    >>> option_differences({"seed": 0, "n_boot": 10000, "baseline": None},
+    ...                    {"seed": 7, "n_boot": 10000, "baseline": ""})
+    ['seed: 0 -> 7']
+    """
+    recorded = recorded_options(params)
+    differences = []
+    for name, wanted in options.items():
+        have = recorded.get(name)
+        if (have in ("", None)) and (wanted in ("", None)):
+            continue
+        if have != wanted:
+            differences.append(f"{name}: {have!r} -> {wanted!r}")
+    return differences
+
+
 def impact_for_run(
     run_dir: str | os.PathLike[str],
     table: pd.DataFrame | None = None,
     **options: Any,
 ) -> tuple[ImpactResult, str]:
-    """The impact analysis of one run: its written document, else computed in memory.
+    """The impact analysis of one run with ``options``: its written document if it was
+    made with them, else computed in memory.
 
     Parameters
     ----------
     run_dir : path
         The run folder (or its ``retrieval_events`` folder).
     table : pandas.DataFrame, optional
-        The run's metrics table, used only when no document exists (read from the run
-        otherwise).
+        The run's metrics table, used only when the analysis is computed (read from the
+        run otherwise).
     **options
         Keyword arguments of :func:`analyze_impact` (``baseline``, ``treatment``,
-        ``seed``, ``n_boot``, ...), used only when no document exists; everything else
-        keeps the defaults that ``retrieval-lib impact`` uses.
+        ``seed``, ``n_boot``, ...). The run's ``retrieval_impact.json`` is used when it
+        was made with these values; when one differs, the analysis is recomputed (in
+        memory, nothing is written) with them and with the document's other options
+        (metric family, minimum sizes, combining rule), and ``params["recomputed"]`` says
+        which values differed. Without a document, the analysis is computed with
+        ``options`` and the defaults that ``retrieval-lib impact`` uses.
 
     Returns
     -------
     (ImpactResult, str)
         The result and where it came from: the document's path, or ``"computed"``.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, pathlib
+    >>> df = pd.DataFrame({"config_name": ["baseline"] * 3 + ["mcp"] * 3,
+    ...     "task_name": ["a", "b", "c"] * 2, "reward": [0.0, 1.0, 0.5, 1.0, 1.0, 1.0]})
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> from retrieval_lib.io import atomic_write_json
+    >>> doc = impact_to_json(analyze_impact(df, n_boot=50))
+    >>> _ = atomic_write_json(folder / IMPACT_FILENAME, doc)
+    >>> impact_for_run(folder, df, n_boot=50)[1] == str(folder / IMPACT_FILENAME)
+    True
+    >>> result, source = impact_for_run(folder, df, n_boot=60)
+    >>> source, result.params["n_boot"], result.params["recomputed"]
+    ('computed', 60, 'retrieval_impact.json was made with other parameters (n_boot: 50 -> 60)')
     """
     from retrieval_lib.metrics.summary import EVENTS_DIRNAME
 
     root = Path(run_dir)
+    kept: dict[str, Any] = {}
+    note = ""
     for candidate in (root / IMPACT_FILENAME, root / EVENTS_DIRNAME / IMPACT_FILENAME):
         if candidate.is_file():
-            return load_impact(candidate), str(candidate)
+            loaded = load_impact(candidate)
+            differences = option_differences(loaded.params, options)
+            if not differences:
+                return loaded, str(candidate)
+            kept = recorded_options(loaded.params)
+            note = f"{candidate.name} was made with other parameters ({'; '.join(differences)})"
+            root = candidate.parent
+            break
     if table is None:
         table = read_metrics_table(find_metrics_tables(root)[0])
-    return analyze_impact(table, **options), "computed"
+    result = analyze_impact(table, **{**kept, **options})
+    if note:
+        result.params["recomputed"] = note
+    return result, "computed"

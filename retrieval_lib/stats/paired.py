@@ -140,8 +140,11 @@ def pair_configs(
     names = sorted({str(n) for n in config_names})
     for label, chosen in (("baseline", baseline), ("treatment", treatment)):
         if chosen is not None and chosen not in names:
+            from retrieval_lib.suggest import hint
+
             raise StatisticsError(
-                f"{label} config {chosen!r} not found; configs present: {', '.join(names) or 'none'}"
+                f"{label} config {chosen!r} not found{hint(chosen, names)}; "
+                f"configs present: {', '.join(names) or 'none'}"
             )
     if baseline is not None and baseline == treatment:
         raise StatisticsError(f"baseline and treatment are the same config {baseline!r}")

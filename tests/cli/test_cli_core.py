@@ -68,7 +68,7 @@ def test_validate_of_a_missing_path_fails_cleanly(tmp_path):
 def test_a_negative_seed_is_a_usage_error():
     proc = _cli("impact", ".", "--seed", "-1")
     assert proc.returncode == 2
-    assert "must be 0 or more" in proc.stderr
+    assert "must be an integer of at least 0" in proc.stderr
 
 
 def test_an_unwritable_output_is_a_clean_failure(tmp_path):

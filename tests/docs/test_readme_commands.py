@@ -3,8 +3,10 @@
 The commands are the lines of the ``bash``/``sh`` fenced blocks of ``README.md`` and
 ``examples/kb/README.md`` (continuation lines joined), taken in order. They run in one
 fresh copy of the project (``git ls-files``, with ``../shared`` beside it as a symlink),
-from the project folder, with the project's ``.venv/bin`` first on ``PATH`` (as after
-``source .venv/bin/activate``). The convention, stated in README.md ("Development"):
+from the project folder, as a user types them: the project's ``.venv/bin`` is first on
+``PATH`` only from the README's ``. .venv/bin/activate`` line on (before it, a bare
+``retrieval-lib`` is "command not found", as for a user who skipped that line). The
+convention, stated in README.md ("Development"):
 
 - a command must exit 0, or the code its comment states (``# refuses: exit 1``), and never
   print a traceback;
@@ -59,6 +61,7 @@ _FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
 _PLACEHOLDER = re.compile(r"<[A-Za-z_][\w.-]*>|\[-")
 _EXIT = re.compile(r"\bexit (\d+)\b")
 _BRACES = re.compile(r"\{([^{}]*)\}")
+_ACTIVATE = ({".", "source"}, ".venv/bin/activate")
 
 
 # -- extraction ----------------------------------------------------------------------------
@@ -196,6 +199,11 @@ def _editable_extras(argv: list[str]) -> frozenset[str] | None:
     return frozenset(e.strip() for e in (match.group(1) or "").split(",") if e.strip())
 
 
+def _is_activation(argv: list[str]) -> bool:
+    """``. .venv/bin/activate`` or ``source .venv/bin/activate``."""
+    return len(argv) == 2 and argv[0] in _ACTIVATE[0] and argv[1] == _ACTIVATE[1]
+
+
 def _is_test_command(argv: list[str]) -> bool:
     return "pytest" in argv[:3] or Path(argv[0]).name == "pytest" if argv else False
 
@@ -231,6 +239,7 @@ class ReadmeSession:
         self.outcomes: list[Outcome] = []
         self.venvs: dict[frozenset[str] | None, Path] = {}
         self.extras: frozenset[str] | None = None  # the extras of the current .venv
+        self.activated = False  # after the README's `. .venv/bin/activate`
         self.jupyter = root / "jupyter"
         self._copy_project()
 
@@ -254,8 +263,9 @@ class ReadmeSession:
         drop = {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "CONDA_PREFIX"}
         env = {k: v for k, v in os.environ.items() if k not in drop}
         venv = self.project / ".venv"
-        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        env["VIRTUAL_ENV"] = str(venv)
+        if self.activated:  # what `. .venv/bin/activate` does for the shell's commands
+            env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+            env["VIRTUAL_ENV"] = str(venv)
         env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         env["JUPYTER_RUNTIME_DIR"] = str(self.jupyter / "runtime")
         env["JUPYTER_CONFIG_DIR"] = str(self.jupyter / "config")
@@ -287,6 +297,24 @@ class ReadmeSession:
         if any(_is_test_command(argv) for argv in argvs):
             outcome.ci_check = True
             return
+        if argvs and _is_activation(argvs[0]):
+            # The session's later commands run in the activated environment (the state a
+            # user's shell keeps); the script itself must exist and run.
+            done = subprocess.run(
+                ["bash", "-c", f"{command.text.split(' && ')[0]} && command -v python"],
+                cwd=self.project,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT,
+            )
+            outcome.returncode, outcome.output = done.returncode, done.stdout + done.stderr
+            if done.returncode != 0:
+                return
+            self.activated = True
+            argvs, segments = argvs[1:], segments[1:]
+            if not segments:
+                return
         fresh = False
         while argvs and (_venv_create(argvs[0]) or _editable_extras(argvs[0]) is not None):
             argv = argvs.pop(0)

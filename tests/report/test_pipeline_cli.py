@@ -77,7 +77,8 @@ def test_unknown_parameter_fails_before_anything_runs(tmp_path, capsys):
         ["report", "--notebook", str(nb), "-f", str(params), "--out", str(tmp_path / "out")]
     )
     assert code == 1
-    assert "unknown parameter(s) for tiny.ipynb: lable" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unknown parameter(s) for tiny.ipynb: 'lable' (did you mean 'label'?)" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -98,7 +99,7 @@ def test_report_refuses_a_run_folder_that_was_not_evaluated(tmp_path, capsys):
 
 
 def test_run_analysis_needs_a_run(tmp_path, capsys):
-    assert main(["report", "--out", str(tmp_path)]) == 1
+    assert main(["report", "--out", str(tmp_path)]) == 2  # a usage error (issue 21)
     assert "give an evaluated run folder" in capsys.readouterr().err
 
 

@@ -88,7 +88,7 @@ def test_run_pipeline_checks_parameters_before_normalising(tmp_path):
     out = tmp_path / "out"
     with pytest.raises(ReportError, match="unknown parameter.*sede"):
         pipeline.run_pipeline([tmp_path], None, out, params={"sede": 1})
-    with pytest.raises(ReportError, match="must be int"):
+    with pytest.raises(ReportError, match="must be an integer of at least 0"):
         pipeline.run_pipeline([tmp_path], None, out, params={"seed": "1"})
     assert not out.exists()
 

@@ -1,4 +1,5 @@
-"""The report shows the run's retrieval_impact.json, and writes nothing into the run.
+"""The report shows the run's retrieval_impact.json (made with its parameters), and writes
+nothing into the run.
 
 Review finding: the notebook used to re-run the impact analysis on a narrower metric set
 with its own bootstrap size, so its Holm-adjusted p-values disagreed with the JSON, and
@@ -37,14 +38,15 @@ def _text_outputs(nb: dict) -> str:
 
 def test_notebook_shows_the_written_impact_document_and_writes_nothing(tmp_path):
     run_dir = example_run(tmp_path / "work")
-    # the document was written with other settings than the notebook's parameters
+    # the document was written with the report's seed and resamples (with other values
+    # the report recomputes it: tests/report/test_report_parameters_used.py)
     run_impact([run_dir], seed=3, n_boot=300)
     before = _files(run_dir)
     executed = tmp_path / "executed.ipynb"
     papermill.execute_notebook(
         str(resolve_notebook("run_analysis")),
         str(executed),
-        parameters={"run_dir": str(run_dir), "output_dir": "", "seed": 0, "n_boot": 200},
+        parameters={"run_dir": str(run_dir), "output_dir": "", "seed": 3, "n_boot": 300},
         kernel_name="python3",
         progress_bar=False,
         cwd=str(tmp_path),

@@ -298,9 +298,33 @@ def test_written_document_loads_back_to_the_same_tables(tmp_path, table):
             getattr(loaded, name), getattr(computed, name), check_dtype=False, obj=name
         )
     assert loaded.params["n_boot"] == 200 and loaded.params["runs"] == ["r1"]
-    via_run, source = impact_for_run(run_dir, n_boot=10)
+    via_run, source = impact_for_run(run_dir, n_boot=200, seed=4)
+    assert source.endswith("retrieval_impact.json")  # made with these options: shown as is
+    assert via_run.comparisons.equals(loaded.comparisons)
+
+
+def test_a_document_made_with_other_options_is_recomputed_with_the_given_ones(tmp_path, table):
+    # issue 21, item 1: a report with seed 7 / 500 resamples / swapped configs used to show
+    # the document written with seed 4 / 200 resamples
+    _write_run(tmp_path, table)
+    run_impact([tmp_path], n_boot=200, seed=4, metrics="all", min_n=4)
+    run_dir = tmp_path / "r1"
+    result, source = impact_for_run(run_dir, n_boot=150, seed=7)
+    assert source == "computed"
+    assert result.params["recomputed"] == (
+        "retrieval_impact.json was made with other parameters (n_boot: 200 -> 150; seed: 4 -> 7)"
+    )
+    # the document's other options (metric family, minimum n) are kept
+    expected = analyze_impact(table, n_boot=150, seed=7, metrics="all", min_n=4)
+    pd.testing.assert_frame_equal(result.comparisons, expected.comparisons)
+    pd.testing.assert_frame_equal(result.correlations, expected.correlations)
+    swapped, source = impact_for_run(run_dir, baseline="mcp", treatment="baseline", seed=4)
+    assert source == "computed"
+    assert "baseline: None -> 'mcp'; treatment: None -> 'baseline'" in swapped.params["recomputed"]
+    assert list(swapped.pairs[["baseline", "treatment"]].iloc[0]) == ["mcp", "baseline"]
+    # an empty string is "the default", as None
+    _, source = impact_for_run(run_dir, baseline="", treatment=None, seed=4, n_boot=200)
     assert source.endswith("retrieval_impact.json")
-    assert via_run.comparisons.equals(loaded.comparisons)  # the document wins over options
 
 
 def test_impact_for_run_computes_when_no_document_exists(tmp_path, table):
