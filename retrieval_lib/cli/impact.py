@@ -71,7 +71,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help=(
             "retrieval metrics to correlate and compare (their multiple-testing family): "
             "'key' (default: file.AP, file.RR, file.nDCG@10, file.R@10, file.recall, "
-            "file.context_efficiency, read.recall, chunk.recall, util.read_overlap), "
+            "file.context_efficiency, read.recall, chunk.recall), "
             "'all' metric columns, or a comma-separated list"
         ),
     )
