@@ -104,7 +104,7 @@ __all__ = [
     "run_impact",
 ]
 
-IMPACT_SCHEMA_VERSION = "1.2"
+IMPACT_SCHEMA_VERSION = "1.3"
 IMPACT_FILENAME = "retrieval_impact.json"
 POOLED_FILENAME = "retrieval_impact_pooled.json"
 _TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
@@ -284,7 +284,9 @@ def analyze_impact(
     outcome_list = [c for c in OUTCOME_COLUMNS if c in df.columns]
     pairs = pair_configs(df["config_name"].dropna().astype(str), baseline, treatment)
     correlations = (
-        correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+        correlate_metrics(
+            df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged, seed=seed
+        )
         if correlate
         else pd.DataFrame(columns=analyze_impact_columns()["correlations"])
     )
@@ -347,9 +349,18 @@ def analyze_impact(
         "min_n_correlation": int(min_n),
         "min_matched_pairs": int(min_pairs),
         "combine_repeated_trials": combine,
-        "bootstrap": "percentile, numpy Generator(PCG64(seed)), resampling matched tasks",
-        "spearman_ci": "Fisher z with Bonett-Wright variance (1 + r^2/2)/(n-3)",
-        "pearson_ci": "Fisher z with variance 1/(n-3)",
+        "delta_ci": "t interval of the mean per-task delta: mean +- t(0.975, n-1) sd / sqrt(n)",
+        "paired_test_minimum": "a paired test needs min_matched_pairs pairs, non-constant "
+        "deltas and at least 6 non-zero deltas (the fewest at which an exact two-sided "
+        "Wilcoxon p can reach 0.05); otherwise tested = false with the reason",
+        "tasks_needed": "matched tasks for a paired t-test to detect a mean delta of 0.05 / "
+        "0.10 at 80% power, alpha 0.05, given the sd of the per-task deltas",
+        "correlation_p": "two-sided permutation p: exact (all n! pairings) for n <= 8, "
+        "Monte Carlo (10,000 pairings, seed) for n <= 100, asymptotic above",
+        "spearman_ci": "Fisher z with Bonett-Wright variance (1 + r^2/2)/(n-3); missing at "
+        "|r| = 1 or n <= 3",
+        "pearson_ci": "Fisher z with variance 1/(n-3); missing at |r| = 1 or n <= 3",
+        "auc_ci": "Hanley-McNeil; missing at AUC 0 or 1",
         "correlation_p_adjust_family": "one group (config or pooled) x one method family: "
         "rank (spearman, auc) or linear (pearson, point_biserial); one test per metric x "
         "outcome",

@@ -48,6 +48,7 @@ __all__ = ["DEFAULT_EFFECTS", "needed_column", "paired_n_for_power", "tasks_need
 #: Reward differences whose sample size :func:`tasks_needed` reports by default.
 DEFAULT_EFFECTS: tuple[float, ...] = (0.05, 0.10)
 _MAX_N = 10_000_000  # pingouin's upper bound of the search
+_NORMAL_DOF = 100_000  # above these degrees of freedom the power uses the normal limit
 
 
 def needed_column(effect: float) -> str:
@@ -62,9 +63,13 @@ def needed_column(effect: float) -> str:
 
 
 def _power(n: float, d: float, alpha: float) -> float:
+    """Power of the two-sided paired t-test with ``n`` pairs at standardised effect ``d``."""
     stats = lazylibs.scipy_stats()
     dof = n - 1.0
     nc = d * math.sqrt(n)
+    if dof > _NORMAL_DOF:  # scipy's noncentral t gives NaN there; it is normal to 1e-5
+        z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+        return float(stats.norm.sf(z - nc) + stats.norm.cdf(-z - nc))
     tcrit = float(stats.t.ppf(1.0 - alpha / 2.0, dof))
     return float(stats.nct.sf(tcrit, dof, nc) + stats.nct.cdf(-tcrit, dof, nc))
 
@@ -100,7 +105,10 @@ def paired_n_for_power(d: float, *, power: float = 0.8, alpha: float = 0.05) -> 
         return None
     from scipy.optimize import brentq
 
-    root = brentq(lambda n: _power(n, d, alpha) - power, 2.0, float(_MAX_N), xtol=1e-10)
+    high = 4.0
+    while _power(high, d, alpha) < power:  # bracket the root: power grows with n
+        high *= 2.0
+    root = brentq(lambda n: _power(n, d, alpha) - power, high / 2.0, high, xtol=1e-10)
     n = max(2, math.ceil(root - 1e-9))
     while _power(float(n), d, alpha) < power:  # guard against the root's rounding
         n += 1
