@@ -125,6 +125,7 @@ FLAG_COLUMNS: tuple[str, ...] = ("errored", "timed_out")
 POOLED_GROUP = "(pooled)"
 
 _Z_975 = 1.959963984540054  # standard normal 97.5% quantile
+_R_ONE_TOL = 1e-12  # |r| within this of 1 is a perfect correlation (rounding of scipy's r)
 
 
 def _row(
@@ -194,7 +195,7 @@ def _fisher_ci(r: float, n: int, variance_factor: float) -> tuple[tuple[float, f
     """
     if n <= 3:
         return (math.nan, math.nan), f"no CI: a Fisher-z CI needs n > 3 (n={n})"
-    if abs(r) >= 1.0:
+    if abs(r) >= 1.0 - _R_ONE_TOL:
         return (math.nan, math.nan), f"no CI: |r| = 1 (n={n}), where Fisher z is infinite"
     z = math.atanh(r)
     half = _Z_975 * math.sqrt(variance_factor / (n - 3))
