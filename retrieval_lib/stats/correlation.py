@@ -613,16 +613,17 @@ def correlate_metrics(
     frames = []
     for group, mask in groups:
         rows = []
-        for metric in metric_list:
-            for outcome in outcome_list:
-                xs, ys = values[metric][mask], values[outcome][mask]
-                complete = ~(np.isnan(xs) | np.isnan(ys))
-                n_flagged = int(flagged[mask][complete].sum())
-                for method in _methods_for(outcome):
+        # outcome, then method, then metric: consecutive permutation tests share the
+        # outcome's values, whose permuted copy is then built once (rows are sorted below)
+        for outcome in outcome_list:
+            for method in _methods_for(outcome):
+                for metric in metric_list:
+                    xs, ys = values[metric][mask], values[outcome][mask]
+                    complete = ~(np.isnan(xs) | np.isnan(ys))
                     row = _ROW_FUNCTIONS[method](
                         metric, outcome, xs, ys, min_n, seed, n_resamples
                     )
-                    row["n_flagged"] = n_flagged
+                    row["n_flagged"] = int(flagged[mask][complete].sum())
                     row["family"] = METHOD_FAMILY[method]
                     rows.append(row)
         if not rows:

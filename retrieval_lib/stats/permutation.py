@@ -86,6 +86,23 @@ def _random_pairings(n: int, n_resamples: int, seed: int) -> np.ndarray:
     return out
 
 
+_GATHERED: dict[tuple[bytes, int, int, int], np.ndarray] = {}  # the last y under its pairings
+
+
+def _permuted(ys: np.ndarray, pairings: np.ndarray, key: tuple[bytes, int, int, int]) -> np.ndarray:
+    """``ys[pairings]``, kept for the next call with the same ``ys``.
+
+    :func:`~retrieval_lib.stats.correlation.correlate_metrics` tests every metric against
+    one outcome in a row: the gather of the outcome under the pairings (the costly part) is
+    then done once per outcome, not once per metric.
+    """
+    hit = _GATHERED.get(key)
+    if hit is None:
+        _GATHERED.clear()
+        hit = _GATHERED[key] = ys[pairings]
+    return hit
+
+
 def permutation_p(
     x: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
@@ -139,11 +156,15 @@ def permutation_p(
     observed = float(centred @ ys)
     tolerance = _REL_TOL * max(float(np.abs(centred).sum() * np.abs(ys).max()), 1e-300)
     if n <= exact_max_n:
-        null = ys[_all_pairings(n)] @ centred
+        key = (ys.tobytes(), n, 0, 0)
+        # einsum, not BLAS: a threaded matmul is slower than this on a busy machine
+        null = np.einsum("ij,j->i", _permuted(ys, _all_pairings(n), key), centred)
         less = np.count_nonzero(null <= observed + tolerance)
         greater = np.count_nonzero(null >= observed - tolerance)
         return min(1.0, 2.0 * min(less, greater) / null.size), "exact"
-    null = ys[_random_pairings(n, n_resamples, seed)] @ centred
+    key = (ys.tobytes(), n, n_resamples, seed)
+    permuted = _permuted(ys, _random_pairings(n, n_resamples, seed), key)
+    null = np.einsum("ij,j->i", permuted, centred)
     less = np.count_nonzero(null <= observed + tolerance) + 1
     greater = np.count_nonzero(null >= observed - tolerance) + 1
     return min(1.0, 2.0 * min(less, greater) / (n_resamples + 1)), "monte_carlo"
