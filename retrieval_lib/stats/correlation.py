@@ -195,11 +195,17 @@ def _fisher_ci(r: float, n: int, variance_factor: float) -> tuple[tuple[float, f
     """
     if n <= 3:
         return (math.nan, math.nan), f"no CI: a Fisher-z CI needs n > 3 (n={n})"
-    if abs(r) >= 1.0 - _R_ONE_TOL:
+    if abs(r) >= 1.0:
         return (math.nan, math.nan), f"no CI: |r| = 1 (n={n}), where Fisher z is infinite"
     z = math.atanh(r)
     half = _Z_975 * math.sqrt(variance_factor / (n - 3))
     return (math.tanh(z - half), math.tanh(z + half)), None
+
+
+def _coefficient(value: float) -> float:
+    """A correlation clipped to [-1, 1], exactly ±1 within rounding of it."""
+    r = float(np.clip(value, -1.0, 1.0))
+    return float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
 
 
 def _p_value(
@@ -229,7 +235,7 @@ def _pearson_row(
     if reason:
         return _row(x, y, "pearson", n, reason=reason)
     res = stats.pearsonr(xs, ys)
-    r = float(np.clip(res.statistic, -1.0, 1.0))
+    r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0)
     p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
     return _row(
@@ -299,7 +305,7 @@ def _spearman_row(
     if reason:
         return _row(x, y, "spearman", n, reason=reason)
     res = stats.spearmanr(xs, ys)
-    r = float(np.clip(res.statistic, -1.0, 1.0))
+    r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0 + r * r / 2.0)
     p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
     return _row(
@@ -377,7 +383,7 @@ def _point_biserial_row(
     if reason:
         return _row(x, binary, "point_biserial", n, reason=reason)
     res = stats.pointbiserialr(ys.astype(bool), xs)
-    r = float(np.clip(res.statistic, -1.0, 1.0))
+    r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0)
     p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
     return _row(

@@ -690,6 +690,8 @@ _TEXT_RESULT_COLUMNS = frozenset(
         "treatment",
         "metric",
         "wilcoxon_method",
+        "p_method",
+        "ci_method",
         "task_name",
         "model",
         "harness_version",
@@ -705,7 +707,9 @@ _TEXT_RESULT_COLUMNS = frozenset(
         ),
     }
 )
-_BOOL_RESULT_COLUMNS = frozenset({"computable", "flagged", "harness_version_unverified"})
+_BOOL_RESULT_COLUMNS = frozenset(
+    {"computable", "tested", "flagged", "harness_version_unverified"}
+)
 _TABLE_KEYS = (
     "pairs",
     "correlations",

@@ -522,7 +522,7 @@ def paired_comparison(
     Examples
     --------
     >>> row = paired_comparison([1, 2, 3], [2, 4, 6], n_boot=100).iloc[0]
-    >>> float(row["mean_delta"]), float(row["median_delta"]), int(row["wins"]), row["tested"]
+    >>> float(row["mean_delta"]), float(row["median_delta"]), int(row["wins"]), bool(row["tested"])
     (2.0, 2.0, 3, False)
     >>> row["reason"]
     'not tested: 3 non-zero paired deltas of 3, below the 6 at which an exact two-sided Wilcoxon p can reach 0.05'

@@ -161,10 +161,10 @@ def permutation_p(
         null = np.einsum("ij,j->i", _permuted(ys, _all_pairings(n), key), centred)
         less = np.count_nonzero(null <= observed + tolerance)
         greater = np.count_nonzero(null >= observed - tolerance)
-        return min(1.0, 2.0 * min(less, greater) / null.size), "exact"
+        return float(min(1.0, 2.0 * min(less, greater) / null.size)), "exact"
     key = (ys.tobytes(), n, n_resamples, seed)
     permuted = _permuted(ys, _random_pairings(n, n_resamples, seed), key)
     null = np.einsum("ij,j->i", permuted, centred)
     less = np.count_nonzero(null <= observed + tolerance) + 1
     greater = np.count_nonzero(null >= observed - tolerance) + 1
-    return min(1.0, 2.0 * min(less, greater) / (n_resamples + 1)), "monte_carlo"
+    return float(min(1.0, 2.0 * min(less, greater) / (n_resamples + 1))), "monte_carlo"

@@ -25,9 +25,9 @@ Examples
 --------
 >>> row = tasks_needed([0.2, -0.1, 0.0, 0.3, -0.2, 0.1, 0.4, -0.3]).iloc[0]
 >>> int(row["n"]), round(float(row["sd_delta"]), 3), round(float(row["ci_half_width"]), 3)
-(8, 0.239, 0.2)
->>> int(row["n_needed_0.05"]), int(row["n_needed_0.10"])
-(182, 48)
+(8, 0.245, 0.205)
+>>> int(row["n_needed_0.05"]), int(row["n_needed_0.10"])  # pingouin: 190.3 and 49.0
+(191, 50)
 >>> tasks_needed([0.1, 0.1, 0.1])["reason"].iloc[0]
 'the paired deltas have zero variance (all 0.1): no spread to plan from'
 """
