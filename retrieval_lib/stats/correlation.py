@@ -239,8 +239,16 @@ def _pearson_row(
     ci, ci_reason = _fisher_ci(r, n, 1.0)
     p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
     return _row(
-        x, y, "pearson", n, r=r, ci=ci, p_value=p_value, p_method=p_method,
-        computable=True, reason=ci_reason,
+        x,
+        y,
+        "pearson",
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
     )
 
 
@@ -309,8 +317,16 @@ def _spearman_row(
     ci, ci_reason = _fisher_ci(r, n, 1.0 + r * r / 2.0)
     p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
     return _row(
-        x, y, "spearman", n, r=r, ci=ci, p_value=p_value, p_method=p_method,
-        computable=True, reason=ci_reason,
+        x,
+        y,
+        "spearman",
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
     )
 
 
@@ -387,8 +403,16 @@ def _point_biserial_row(
     ci, ci_reason = _fisher_ci(r, n, 1.0)
     p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
     return _row(
-        x, binary, "point_biserial", n, r=r, ci=ci, p_value=p_value, p_method=p_method,
-        computable=True, reason=ci_reason,
+        x,
+        binary,
+        "point_biserial",
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
     )
 
 
@@ -472,8 +496,16 @@ def _auc_row(
     auc_ci, ci_reason = _hanley_mcneil_ci(area, n1, n0)
     p_value, p_method = _p_value(_ranks(xs), ys, float(res.pvalue), seed, n_resamples)
     return _row(
-        x, binary, "auc", n, p_value=p_value, p_method=p_method, auc_value=area,
-        auc_ci=auc_ci, computable=True, reason=ci_reason,
+        x,
+        binary,
+        "auc",
+        n,
+        p_value=p_value,
+        p_method=p_method,
+        auc_value=area,
+        auc_ci=auc_ci,
+        computable=True,
+        reason=ci_reason,
     )
 
 
@@ -626,9 +658,7 @@ def correlate_metrics(
                 for metric in metric_list:
                     xs, ys = values[metric][mask], values[outcome][mask]
                     complete = ~(np.isnan(xs) | np.isnan(ys))
-                    row = _ROW_FUNCTIONS[method](
-                        metric, outcome, xs, ys, min_n, seed, n_resamples
-                    )
+                    row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
                     row["n_flagged"] = int(flagged[mask][complete].sum())
                     row["family"] = METHOD_FAMILY[method]
                     rows.append(row)

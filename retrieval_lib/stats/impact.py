@@ -284,9 +284,7 @@ def analyze_impact(
     outcome_list = [c for c in OUTCOME_COLUMNS if c in df.columns]
     pairs = pair_configs(df["config_name"].dropna().astype(str), baseline, treatment)
     correlations = (
-        correlate_metrics(
-            df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged, seed=seed
-        )
+        correlate_metrics(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged, seed=seed)
         if correlate
         else pd.DataFrame(columns=analyze_impact_columns()["correlations"])
     )
@@ -707,9 +705,7 @@ _TEXT_RESULT_COLUMNS = frozenset(
         ),
     }
 )
-_BOOL_RESULT_COLUMNS = frozenset(
-    {"computable", "tested", "flagged", "harness_version_unverified"}
-)
+_BOOL_RESULT_COLUMNS = frozenset({"computable", "tested", "flagged", "harness_version_unverified"})
 _TABLE_KEYS = (
     "pairs",
     "correlations",

@@ -399,9 +399,7 @@ def _degenerate(snapped: np.ndarray, n: int, min_n: int, min_nonzero: int) -> st
     return None
 
 
-def _mean_ci(
-    deltas: np.ndarray, ci_method: str, n_boot: int, seed: int
-) -> tuple[float, float]:
+def _mean_ci(deltas: np.ndarray, ci_method: str, n_boot: int, seed: int) -> tuple[float, float]:
     if ci_method == "t":
         return t_mean_ci(deltas)
     return bootstrap_mean_ci(deltas, n_boot=n_boot, seed=seed, method=ci_method)
@@ -420,7 +418,9 @@ def _paired_row(
     if n_boot < 1:
         raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
     if ci_method not in CI_METHODS:
-        raise StatisticsError(f"ci_method must be one of {', '.join(CI_METHODS)}, not {ci_method!r}")
+        raise StatisticsError(
+            f"ci_method must be one of {', '.join(CI_METHODS)}, not {ci_method!r}"
+        )
     base = np.asarray(a, dtype=float).reshape(-1)
     treat = np.asarray(b, dtype=float).reshape(-1)
     if base.shape != treat.shape:

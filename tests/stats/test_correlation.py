@@ -152,7 +152,8 @@ def test_point_biserial_by_hand_and_against_scipy():
     # deviations from the means 0.5 and 0.6: sum of products 0.5, sums of squares 0.46 and 1.2
     assert row["r"] == pytest.approx(0.5 / math.sqrt(0.46 * 1.2))
     ref = stats.pearsonr(
-        [0, 0, 1, 1, 1], [0.1, 0.4, 0.3, 0.8, 0.9],
+        [0, 0, 1, 1, 1],
+        [0.1, 0.4, 0.3, 0.8, 0.9],
         method=stats.PermutationMethod(n_resamples=np.inf),
     )
     assert row["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)

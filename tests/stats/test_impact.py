@@ -98,9 +98,7 @@ def test_analyze_impact_tables(table):
     # the comparisons are exactly those of the building blocks
     metrics = ["reward", "passed", "agent_execution_seconds", "total_tokens", "cost_usd"]
     metrics += ["file.AP", "file.R@10"]  # the key metrics of the table (not util.read_overlap)
-    direct = compare_matched(
-        match_tasks(table, "baseline", "mcp"), metrics, n_boot=500, seed=1
-    )
+    direct = compare_matched(match_tasks(table, "baseline", "mcp"), metrics, n_boot=500, seed=1)
     expected = direct.sort_values("metric", kind="mergesort").reset_index(drop=True)
     pd.testing.assert_frame_equal(result.comparisons, expected)
     reward = result.comparisons.set_index("metric").loc["reward"]

@@ -367,9 +367,7 @@ def test_mean_delta_ci_is_the_t_interval_of_the_per_task_deltas():
     base, treat = rng.random(20), rng.random(20)
     deltas = treat - base
     row = paired_comparison(base, treat).iloc[0]
-    low, high = stats.t.interval(
-        0.95, 19, loc=deltas.mean(), scale=stats.sem(deltas)
-    )
+    low, high = stats.t.interval(0.95, 19, loc=deltas.mean(), scale=stats.sem(deltas))
     assert row["ci_method"] == "t"
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-12)
     assert row["ci_half_width"] == pytest.approx((high - low) / 2, rel=1e-12)

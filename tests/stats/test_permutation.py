@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 
 from retrieval_lib.errors import StatisticsError
-from retrieval_lib.stats.correlation import auc, correlate_metrics, pearson, point_biserial, spearman
+from retrieval_lib.stats.correlation import (
+    auc,
+    correlate_metrics,
+    pearson,
+    point_biserial,
+    spearman,
+)
 from retrieval_lib.stats.permutation import (
     EXACT_MAX_N,
     MONTE_CARLO_MAX_N,
@@ -24,8 +30,7 @@ def _ranks(values):
     """Average ranks, written out (no scipy): ties share the mean of their positions."""
     order = sorted(values)
     return [
-        Fraction(sum(i + 1 for i, v in enumerate(order) if v == x), order.count(x))
-        for x in values
+        Fraction(sum(i + 1 for i, v in enumerate(order) if v == x), order.count(x)) for x in values
     ]
 
 
@@ -51,7 +56,10 @@ def brute_force_p(x, y, rank: bool):
     if rank:
         xs, ys = _ranks(xs), _ranks(ys)
     observed = _pearson_fraction(xs, ys)
-    null = [_pearson_fraction(xs, [ys[i] for i in perm]) for perm in itertools.permutations(range(len(ys)))]
+    null = [
+        _pearson_fraction(xs, [ys[i] for i in perm])
+        for perm in itertools.permutations(range(len(ys)))
+    ]
     less = sum(1 for t in null if t <= observed)
     greater = sum(1 for t in null if t >= observed)
     return min(1.0, 2 * min(less, greater) / len(null))
@@ -103,7 +111,10 @@ def test_exact_p_matches_scipy_permutation_test_pairings():
     y = np.array([0.0, 0.5, 0.5, 1.0, 0.2, 1.0, 0.1, 0.6])
     df = pd.DataFrame({"x": x, "y": y})
     ref_s = stats.permutation_test(
-        (x,), _spearman_statistic(y), permutation_type="pairings", n_resamples=np.inf,
+        (x,),
+        _spearman_statistic(y),
+        permutation_type="pairings",
+        n_resamples=np.inf,
         vectorized=True,
     )
     assert _spearman_statistic(y)(x) == pytest.approx(stats.spearmanr(x, y).statistic)
@@ -139,8 +150,12 @@ def test_monte_carlo_is_seeded_close_to_exact_and_to_scipy():
     assert first[1] == "monte_carlo"
     # the exact p of n = 14 is out of reach; scipy's own Monte Carlo with 100,000 draws
     ref = stats.permutation_test(
-        (x,), _spearman_statistic(y), permutation_type="pairings", vectorized=True,
-        n_resamples=100_000, rng=np.random.default_rng(0),
+        (x,),
+        _spearman_statistic(y),
+        permutation_type="pairings",
+        vectorized=True,
+        n_resamples=100_000,
+        rng=np.random.default_rng(0),
     ).pvalue
     # Monte Carlo SE of 10,000 draws at p ~ 0.1: sqrt(p(1-p)/10^4) * 2 ~ 0.006
     assert first[0] == pytest.approx(ref, abs=0.02)
