@@ -71,7 +71,11 @@ def _power(n: float, d: float, alpha: float) -> float:
         z = float(stats.norm.ppf(1.0 - alpha / 2.0))
         return float(stats.norm.sf(z - nc) + stats.norm.cdf(-z - nc))
     tcrit = float(stats.t.ppf(1.0 - alpha / 2.0, dof))
-    return float(stats.nct.sf(tcrit, dof, nc) + stats.nct.cdf(-tcrit, dof, nc))
+    upper = float(stats.nct.sf(tcrit, dof, nc))
+    lower = float(stats.nct.cdf(-tcrit, dof, nc))  # the far tail (nc >= 0): about 0
+    if math.isnan(upper):  # scipy's noncentral t fails far in the tail: normal limit
+        upper = float(stats.norm.sf(tcrit - nc))
+    return upper + (0.0 if math.isnan(lower) else lower)
 
 
 def paired_n_for_power(d: float, *, power: float = 0.8, alpha: float = 0.05) -> int | None:

@@ -53,3 +53,16 @@ def test_tasks_needed_is_missing_with_the_reason(deltas, reason):
     for column in ("sd_delta", "ci_half_width", "n_needed_0.05", "n_needed_0.10"):
         assert math.isnan(row[column])
     assert reason in row["reason"]
+
+
+def test_large_effects_need_few_pairs_and_never_fail():
+    import pingouin
+
+    # scipy's noncentral t returns NaN in some far tails; the search must not stop there
+    for d in (3.0, 10.0, 40.0, 1e6):
+        n = paired_n_for_power(d)
+        assert n is not None and 2 <= n <= 5
+        if d <= 10:
+            assert n == max(2, math.ceil(pingouin.power_ttest(d=d, power=0.8, contrast="paired")))
+    row = tasks_needed([0.1, 0.1, 0.1 + 1e-9, 0.1]).iloc[0]
+    assert row["n_needed_0.05"] == 2
