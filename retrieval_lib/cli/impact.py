@@ -138,7 +138,14 @@ def summarize(result: Any, label: str) -> list[str]:
                 continue
             row = rows.loc[metric]
             if not row["computable"]:
-                lines.append(f"    {metric}: not computable ({row['reason']})")
+                # not tested: the deltas are still described (n, mean), the reason follows
+                reason = str(row["reason"]).removeprefix("not tested: ")
+                described = (
+                    f"mean delta {_fmt(row['mean_delta'])}, n={int(row['n'])}, "
+                    if int(row["n"])
+                    else ""
+                )
+                lines.append(f"    {metric}: {described}not tested ({reason})")
                 continue
             lines.append(
                 f"    {metric}: mean delta {_fmt(row['mean_delta'])} "
