@@ -139,7 +139,7 @@ def summarize(result: Any, label: str) -> list[str]:
             row = rows.loc[metric]
             if not row["computable"]:
                 # not tested: the deltas are still described (n, mean), the reason follows
-                reason = str(row["reason"]).removeprefix("not tested: ")
+                reason = str(row["reason"])
                 described = (
                     f"mean delta {_fmt(row['mean_delta'])}, n={int(row['n'])}, "
                     if int(row["n"])

@@ -393,8 +393,8 @@ def _degenerate(snapped: np.ndarray, n: int, min_n: int, min_nonzero: int) -> st
     nonzero = int(np.count_nonzero(snapped))
     if nonzero < min_nonzero:
         return (
-            f"{nonzero} non-zero paired deltas of {n}, below the {min_nonzero} at which an "
-            "exact two-sided Wilcoxon p can reach 0.05"
+            f"only {nonzero} of the {n} paired deltas are non-zero; a test needs {min_nonzero} "
+            "(the fewest at which an exact two-sided Wilcoxon p can reach 0.05)"
         )
     return None
 
@@ -460,7 +460,7 @@ def _paired_row(
         row[column] = float(planning[column])
     reason = _degenerate(snapped, n, min_n, min_nonzero)
     if reason is not None:
-        row["reason"] = f"not tested: {reason}"
+        row["reason"] = reason
         return row
 
     stats = lazylibs.scipy_stats()
@@ -525,7 +525,7 @@ def paired_comparison(
     >>> float(row["mean_delta"]), float(row["median_delta"]), int(row["wins"]), bool(row["tested"])
     (2.0, 2.0, 3, False)
     >>> row["reason"]
-    'not tested: 3 non-zero paired deltas of 3, below the 6 at which an exact two-sided Wilcoxon p can reach 0.05'
+    'only 3 of the 3 paired deltas are non-zero; a test needs 6 (the fewest at which an exact two-sided Wilcoxon p can reach 0.05)'
     """
     row = _paired_row(
         a,

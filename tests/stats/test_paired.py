@@ -224,7 +224,7 @@ def test_missing_metric_drops_the_task_for_that_metric_only(trials):
     assert out.loc["reward", "n"] == 3
     assert out.loc["file.AP", "n"] == 2 and out.loc["file.AP", "n_dropped"] == 1
     assert not out.loc["file.AP", "computable"] and not out.loc["file.AP", "tested"]
-    assert out.loc["file.AP", "reason"] == "not tested: n=2 matched pairs is below the minimum of 3"
+    assert out.loc["file.AP", "reason"] == "n=2 matched pairs is below the minimum of 3"
     assert math.isnan(out.loc["file.AP", "wilcoxon_p"])  # never 0.0 or 1.0
     assert math.isnan(out.loc["file.AP", "ci_low"])
     assert np.isfinite(out.loc["file.AP", "mean_delta"])  # the deltas are still described
@@ -248,7 +248,9 @@ def test_paired_comparison_hand_values_small():
     assert row["computable"] and row["tested"] and row["reason"] is None
     # with the default minimum of 6 non-zero deltas the same four are not tested
     default = paired_comparison([0, 2, 0, 0], [1, 0, 3, 4]).iloc[0]
-    assert not default["tested"] and "4 non-zero paired deltas of 4" in default["reason"]
+    assert (
+        not default["tested"] and "only 4 of the 4 paired deltas are non-zero" in default["reason"]
+    )
 
 
 def test_paired_comparison_matches_scipy_and_pingouin_without_ties():
@@ -307,7 +309,7 @@ def test_all_zero_deltas_are_not_tested():
     assert row["n"] == 4 and row["mean_delta"] == 0.0 and row["ties"] == 4
     for column in ("ci_low", "ci_high", "wilcoxon_p", "sign_test_p", "cohen_dz", "rank_biserial"):
         assert math.isnan(row[column])
-    assert row["reason"] == "not tested: the 4 paired deltas are constant (all 0): zero variance"
+    assert row["reason"] == "the 4 paired deltas are constant (all 0): zero variance"
 
 
 def test_all_equal_nonzero_deltas_are_not_tested():
@@ -333,8 +335,8 @@ def test_three_tasks_with_one_nonzero_delta_is_not_a_test():
     for column in ("ci_low", "ci_high", "wilcoxon_p", "sign_test_p", "rank_biserial", "cohen_dz"):
         assert math.isnan(row[column])
     assert row["reason"] == (
-        "not tested: 1 non-zero paired deltas of 3, below the 6 at which an exact "
-        "two-sided Wilcoxon p can reach 0.05"
+        "only 1 of the 3 paired deltas are non-zero; a test needs 6 (the fewest at which an "
+        "exact two-sided Wilcoxon p can reach 0.05)"
     )
 
 
@@ -354,7 +356,7 @@ def test_minimum_nonzero_deltas_is_where_an_exact_wilcoxon_can_reach_005():
 def test_below_minimum_pairs_is_not_computable():
     row = paired_comparison([1.0, np.nan, 0.0], [0.0, 1.0, np.nan], n_boot=100).iloc[0]
     assert row["n"] == 1 and row["n_dropped"] == 2 and not row["computable"]
-    assert row["reason"] == "not tested: n=1 matched pairs is below the minimum of 3"
+    assert row["reason"] == "n=1 matched pairs is below the minimum of 3"
     assert row["mean_delta"] == -1.0
     for column in ("ci_low", "wilcoxon_p", "cohen_dz", "sd_delta", "n_needed_0.05"):
         assert math.isnan(row[column])
