@@ -7,6 +7,8 @@ into what a reader sees, for any notebook:
 * an unnamed index (0…n, or what is left of it after sorting) is dropped; a named index
   (``config_name``, ``trace_source``) becomes the first column(s);
 * a missing value (NaN, None, ``pd.NA``) is an empty cell, never "nan" or "None";
+* p-values (``p_value``, ``p_holm``, ``p_bh``, ``…_p``, ``…_p_holm``) below 0.001 read
+  ``< 0.001``, never ``0.000`` (:func:`~retrieval_lib.report.display.p_text`);
 * floats are shown with ``digits`` decimals, counts and ranks (``n``, ``n_…``, ``…_n``,
   ``…_rank``, ``wins``, ``losses``, ``ties``) as whole numbers even when a missing value
   made their column float;
@@ -41,6 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from retrieval_lib.report.display import p_text
 
 __all__ = [
     "COLUMN_LABELS",
@@ -117,6 +121,12 @@ def _is_count(name: Any, column: pd.Series) -> bool:
     return bool((values == values.round()).all())
 
 
+def _is_p_value(name: Any) -> bool:
+    """A column of p-values: ``p_value``, ``p_holm``, ``p_bh``, ``…_p``, ``…_p_holm``."""
+    text = str(name)
+    return text in ("p_value", "p_holm", "p_bh") or text.endswith(("_p", "_p_holm", "_p_bh"))
+
+
 def _is_numeric(column: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
 
@@ -185,6 +195,8 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     (['source', 'a'], [['x', '1'], ['y', '2']])
     >>> "<th>source</th>" in v._repr_html_() and "<td>0</td>" not in v._repr_html_()
     True
+    >>> view(pd.DataFrame({"p_value": [0.0004, 0.2], "wilcoxon_p": [1e-9, None]})).cells
+    [['< 0.001', '< 0.001'], ['0.200', '']]
     """
     named = any(n is not None for n in frame.index.names)
     shown = frame.reset_index(drop=not named)
@@ -193,11 +205,14 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     cells: list[list[str]] = []
     value_columns = [c in LABELLED_VALUE_COLUMNS for c in shown.columns]
     places = [0 if _is_count(c, shown[c]) else digits for c in shown.columns]
+    p_columns = [_is_p_value(c) and _is_numeric(shown[c]) for c in shown.columns]
     for row in shown.itertuples(index=False, name=None):
         cells.append(
             [
-                label(v) if relabel and isinstance(v, str) else _cell(v, d)
-                for v, relabel, d in zip(row, value_columns, places, strict=True)
+                label(v)
+                if relabel and isinstance(v, str)
+                else (p_text(v, d) if is_p else _cell(v, d))
+                for v, relabel, d, is_p in zip(row, value_columns, places, p_columns, strict=True)
             ]
         )
     return TableView(columns=columns, cells=cells, numeric=numeric)
