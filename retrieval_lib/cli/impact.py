@@ -41,7 +41,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="treatment config (default: names starting 'mcp' or 'sourcegraph')",
     )
     parser.add_argument(
-        "--seed", type=non_negative_int, default=0, metavar="N", help="bootstrap seed (default 0)"
+        "--seed",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="seed of the permutation p-values and bootstraps (default 0)",
     )
     parser.add_argument(
         "--n-boot",

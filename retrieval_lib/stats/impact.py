@@ -234,9 +234,11 @@ def analyze_impact(
     baseline, treatment : str, optional
         Explicit configs; otherwise paired by name (:func:`pair_configs`).
     seed : int
-        Bootstrap seed (the same for every metric and pair).
+        Seed of the Monte Carlo permutation p-values of the correlations and of a
+        bootstrap CI (the same for every metric and pair).
     n_boot : int
-        Bootstrap resamples.
+        Bootstrap resamples (only for ``ci_method`` "bca" or "percentile" of a paired
+        delta; the default t interval needs none).
     min_n : int
         Fewest complete pairs for a correlation.
     min_pairs : int
