@@ -42,7 +42,11 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="treatment config (default: names starting 'mcp' or 'sourcegraph')",
     )
     parser.add_argument(
-        "--seed", type=SEED.cli_type(), default=0, metavar="N", help="bootstrap seed (default 0)"
+        "--seed",
+        type=SEED.cli_type(),
+        default=0,
+        metavar="N",
+        help="seed of the permutation p-values and bootstraps (default 0)",
     )
     parser.add_argument(
         "--n-boot",
@@ -72,7 +76,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help=(
             "retrieval metrics to correlate and compare (their multiple-testing family): "
             "'key' (default: file.AP, file.RR, file.nDCG@10, file.R@10, file.recall, "
-            "file.context_efficiency, read.recall, chunk.recall, util.read_overlap), "
+            "file.context_efficiency, read.recall, chunk.recall), "
             "'all' metric columns, or a comma-separated list"
         ),
     )
@@ -139,7 +143,14 @@ def summarize(result: Any, label: str) -> list[str]:
                 continue
             row = rows.loc[metric]
             if not row["computable"]:
-                lines.append(f"    {metric}: not computable ({row['reason']})")
+                # not tested: the deltas are still described (n, mean), the reason follows
+                reason = str(row["reason"])
+                described = (
+                    f"mean delta {_fmt(row['mean_delta'])}, n={int(row['n'])}, "
+                    if int(row["n"])
+                    else ""
+                )
+                lines.append(f"    {metric}: {described}not tested ({reason})")
                 continue
             lines.append(
                 f"    {metric}: mean delta {_fmt(row['mean_delta'])} "

@@ -12,6 +12,11 @@ of ``<task>.retrieval_metrics.json``:
    (``validity: "line_overlap"``).
 3. **Utilisation probes** (``utilization``): the four ``util_*`` probes of the seed with
    their availability flags and a reason for every null.
+   ``util_read_overlap_with_relevant_files`` (``util.read_overlap`` in the table),
+   ``|files read ∩ relevant| / |relevant|``, is by definition the recall of the read
+   ranking (``read.recall``) and equal to it on every trial; the seed's name is kept, but
+   only ``read.recall`` is in the key-metric family of the statistics
+   (:data:`retrieval_lib.stats.columns.KEY_METRICS`), so it is tested once.
 4. **Error taxonomy** (``error_taxonomy``) and **calibration slices** (``calibration``).
 
 Every ranking metric comes from :func:`retrieval_lib.metrics.ranking.evaluate_rankings`,

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ci_text", "n_label", "number_text", "readable", "tool_table"]
+__all__ = ["ci_text", "n_label", "number_text", "p_text", "readable", "tool_table"]
 
 
 def number_text(value: Any, digits: int = 3) -> str:
@@ -39,6 +39,25 @@ def number_text(value: Any, digits: int = 3) -> str:
     number = float(value)
     if abs(number) >= 1000:
         return f"{number:,.0f}"
+    return f"{number:.{digits}f}"
+
+
+def p_text(value: Any, digits: int = 3) -> str:
+    """A p-value as a reader wants it: below ``10**-digits`` it is ``"< 0.001"``, never 0.000.
+
+    Examples
+    --------
+    >>> p_text(0.0004), p_text(1.4e-24), p_text(0.0167), p_text(1.0), p_text(None)
+    ('< 0.001', '< 0.001', '0.017', '1.000', '')
+    >>> p_text(0.0004, digits=4)
+    '0.0004'
+    """
+    if _missing(value):
+        return ""
+    number = float(value)
+    floor = 10.0**-digits
+    if number < floor:
+        return f"< {floor:.{digits}f}"
     return f"{number:.{digits}f}"
 
 

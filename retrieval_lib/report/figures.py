@@ -450,7 +450,7 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
         ax.set_yticks(y, list(sub.index))
         ax.invert_yaxis()
         ax.set_xlabel(f"mean delta ({treat} − {base})")
-        ax.set_title("Matched tasks: paired deltas (bars: bootstrap CI)")
+        ax.set_title("Matched tasks: paired deltas (bars: 95% t interval)")
     return fig
 
 

@@ -7,6 +7,8 @@ into what a reader sees, for any notebook:
 * an unnamed index (0…n, or what is left of it after sorting) is dropped; a named index
   (``config_name``, ``trace_source``) becomes the first column(s);
 * a missing value (NaN, None, ``pd.NA``) is an empty cell, never "nan" or "None";
+* p-values (``p_value``, ``p_holm``, ``p_bh``, ``…_p``, ``…_p_holm``) below 0.001 read
+  ``< 0.001``, never ``0.000`` (:func:`~retrieval_lib.report.display.p_text`);
 * floats are shown with ``digits`` decimals, counts and ranks (``n``, ``n_…``, ``…_n``,
   ``…_rank``, ``wins``, ``losses``, ``ties``) as whole numbers even when a missing value
   made their column float;
@@ -40,6 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from retrieval_lib.report.display import p_text
 
 __all__ = [
     "WRAPPED_COLUMNS",
@@ -82,6 +86,12 @@ def _is_count(name: Any, column: pd.Series) -> bool:
         return False
     values = column.dropna()
     return bool((values == values.round()).all())
+
+
+def _is_p_value(name: Any) -> bool:
+    """A column of p-values: ``p_value``, ``p_holm``, ``p_bh``, ``…_p``, ``…_p_holm``."""
+    text = str(name)
+    return text in ("p_value", "p_holm", "p_bh") or text.endswith(("_p", "_p_holm", "_p_bh"))
 
 
 def _is_numeric(column: pd.Series) -> bool:
@@ -152,6 +162,8 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     (['source', 'a'], [['x', '1'], ['y', '2']])
     >>> "<th>source</th>" in v._repr_html_() and "<td>0</td>" not in v._repr_html_()
     True
+    >>> view(pd.DataFrame({"p_value": [0.0004, 0.2], "wilcoxon_p": [1e-9, None]})).cells
+    [['< 0.001', '< 0.001'], ['0.200', '']]
     """
     named = any(n is not None for n in frame.index.names)
     shown = frame.reset_index(drop=not named)
@@ -159,6 +171,12 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     numeric = [_is_numeric(shown[c]) for c in shown.columns]
     cells: list[list[str]] = []
     places = [0 if _is_count(c, shown[c]) else digits for c in shown.columns]
+    p_columns = [_is_p_value(c) and _is_numeric(shown[c]) for c in shown.columns]
     for row in shown.itertuples(index=False, name=None):
-        cells.append([_cell(v, d) for v, d in zip(row, places, strict=True)])
+        cells.append(
+            [
+                p_text(v, d) if is_p else _cell(v, d)
+                for v, d, is_p in zip(row, places, p_columns, strict=True)
+            ]
+        )
     return TableView(columns=columns, cells=cells, numeric=numeric)

@@ -629,9 +629,28 @@ def _rank_method(outcome: str) -> str:
 
 
 def _rank_rows(correlations: pd.DataFrame, group: str) -> pd.DataFrame:
-    """The rows of ``group`` whose method is the rank method of their outcome."""
+    """The rows of ``group`` whose method is the rank method of their outcome.
+
+    An AUC row is shown on the correlation scale as what it is: ``method`` becomes
+    ``"rank_biserial"`` and ``r`` / ``ci_low`` / ``ci_high`` its rank-biserial correlation
+    ``2*AUC - 1`` and the AUC's CI mapped the same way (the ``auc`` columns stay).
+    """
     wanted = correlations["y"].astype(str).map(_rank_method)
-    return correlations[(correlations["group"] == group) & (correlations["method"] == wanted)]
+    rows = correlations[(correlations["group"] == group) & (correlations["method"] == wanted)]
+    if "rank_biserial" not in rows.columns:
+        return rows
+    is_auc = (rows["method"] == "auc").to_numpy()
+    if not is_auc.any():
+        return rows
+    rows = rows.copy()
+    rows["r"] = rows["r"].astype(float)
+    rows.loc[is_auc, "r"] = rows.loc[is_auc, "rank_biserial"].astype(float)
+    for bound in ("ci_low", "ci_high"):
+        if f"auc_{bound}" in rows.columns:
+            rows[bound] = rows[bound].astype(float)
+            rows.loc[is_auc, bound] = 2.0 * rows.loc[is_auc, f"auc_{bound}"].astype(float) - 1.0
+    rows.loc[is_auc, "method"] = "rank_biserial"
+    return rows
 
 
 def correlation_grid(
@@ -656,11 +675,12 @@ def correlation_grid(
     Examples
     --------
     >>> c = pd.DataFrame({"group": ["g", "g"], "x": ["m", "m"], "y": ["reward", "passed"],
-    ...     "method": ["spearman", "auc"], "n": [9, 9], "r": [0.8, 0.1],
-    ...     "computable": [True, True], "p_holm": [0.01, 0.9]})
+    ...     "method": ["spearman", "auc"], "n": [9, 9], "r": [0.8, float("nan")],
+    ...     "rank_biserial": [float("nan"), 0.1], "computable": [True, True],
+    ...     "p_holm": [0.01, 0.9]})
     >>> r, marks, n = correlation_grid(c, "g")
-    >>> marks.loc["m"].tolist(), float(r.loc["m", "reward"])
-    (['*', ''], 0.8)
+    >>> marks.loc["m"].tolist(), r.loc["m"].tolist()
+    (['*', ''], [0.8, 0.1])
     """
     rows = _rank_rows(correlations, group)
     metrics = list(dict.fromkeys(rows["x"]))

@@ -3,13 +3,18 @@
 One function per statistical test, each returning a tidy DataFrame with stable columns:
 
 * :mod:`retrieval_lib.stats.correlation`: ``spearman``, ``pearson``, ``point_biserial``,
-  ``auc``, ``correlate_metrics`` (associations, never causal claims);
+  ``auc``, ``correlate_metrics`` (associations, never causal claims), with p-values from
+  :mod:`retrieval_lib.stats.permutation` (``permutation_p``: exact up to n = 8, seeded
+  Monte Carlo up to n = 100, asymptotic above);
 * :mod:`retrieval_lib.stats.paired`: ``pair_configs``, ``match_tasks`` (which configs and
   tasks are compared);
 * :mod:`retrieval_lib.stats.paired_tests`: ``paired_comparison``, ``compare_matched``,
   ``mcnemar_exact``, and the building blocks ``wilcoxon_signed_rank`` (exact up to 20
-  non-zero tied deltas, 50 untied) and ``bootstrap_mean_ci`` (the library's one bootstrap
-  of a mean);
+  non-zero tied deltas, 50 untied), ``t_mean_ci`` (the t interval of the mean delta) and
+  ``bootstrap_mean_ci`` (the library's one bootstrap of a mean, percentile or BCa); a
+  paired test needs ``MIN_NONZERO_DELTAS`` (6) non-zero deltas;
+* :mod:`retrieval_lib.stats.power`: ``tasks_needed`` (the CI half-width now and the
+  matched tasks needed for a reward difference of 0.05 / 0.10 at 80% power);
 * :mod:`retrieval_lib.stats.columns`: ``KEY_METRICS`` (the default metric family),
   ``metric_columns``, ``resolve_metrics``;
 * :mod:`retrieval_lib.stats.multiple`: ``holm``, ``benjamini_hochberg``;
@@ -45,8 +50,11 @@ from retrieval_lib.stats.paired_tests import (
     compare_matched,
     mcnemar_exact,
     paired_comparison,
+    t_mean_ci,
     wilcoxon_signed_rank,
 )
+from retrieval_lib.stats.permutation import permutation_p
+from retrieval_lib.stats.power import tasks_needed
 
 __all__ = [
     "KEY_METRICS",
@@ -69,9 +77,12 @@ __all__ = [
     "pair_configs",
     "paired_comparison",
     "pearson",
+    "permutation_p",
     "point_biserial",
     "resolve_metrics",
     "run_impact",
     "spearman",
+    "t_mean_ci",
+    "tasks_needed",
     "wilcoxon_signed_rank",
 ]

@@ -371,6 +371,7 @@ def correlate_by_task(
     *,
     exclude_flagged: bool = False,
     task: str = TASK_COLUMN,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """:func:`~retrieval_lib.stats.correlation.correlate_metrics` over one value per task.
 
@@ -386,8 +387,9 @@ def correlate_by_task(
     ----------
     df : pandas.DataFrame
         One row per trial (needs ``task_name``).
-    metrics, outcomes, by, min_n, exclude_flagged
-        As :func:`~retrieval_lib.stats.correlation.correlate_metrics`.
+    metrics, outcomes, by, min_n, exclude_flagged, seed
+        As :func:`~retrieval_lib.stats.correlation.correlate_metrics` (``seed``: of the
+        Monte Carlo permutation p-values).
     task : str
         Task column (default ``task_name``, the matched comparison's key).
 
@@ -453,7 +455,7 @@ def correlate_by_task(
     pooled = per_task(())
     parts.append(
         with_trials(
-            correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n),
+            correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n, seed=seed),
             pooled,
             None,
         )
@@ -462,7 +464,9 @@ def correlate_by_task(
         require_columns(df, [by])
         grouped = per_task([by])
         grouped[by] = grouped[by].astype("string").fillna("(none)")
-        result = correlate_metrics(grouped, metric_list, outcome_list, by=by, min_n=min_n)
+        result = correlate_metrics(
+            grouped, metric_list, outcome_list, by=by, min_n=min_n, seed=seed
+        )
         result = result[result["group"] != POOLED_GROUP].reset_index(drop=True)
         parts.append(with_trials(result, grouped, by))
     frames = [p for p in parts if not p.empty]

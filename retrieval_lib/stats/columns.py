@@ -26,6 +26,13 @@ of what was retrieved). The multiple-testing correction is only as strong as its
 is honest: the many near-duplicate cut-offs (``P@1``, ``R@3``, ``F1@5``, ...) would
 inflate it without adding a question. ``metrics="all"`` widens it to every metric column.
 
+**One metric, one test.** ``util.read_overlap`` (the seed's
+``util_read_overlap_with_relevant_files``, ``|files read ∩ relevant| / |relevant|``) is by
+definition ``read.recall`` and equal to it on every trial. Both stay in the documents and
+tables under their names, but only ``read.recall`` is a key metric: listing both would
+test one quantity twice and make Holm's family count it twice. :data:`IDENTICAL_METRICS`
+records the identity.
+
 Examples
 --------
 >>> import pandas as pd
@@ -49,6 +56,7 @@ import pandas as pd
 from retrieval_lib.errors import StatisticsError
 
 __all__ = [
+    "IDENTICAL_METRICS",
     "KEY_METRICS",
     "METRIC_PREFIXES",
     "OUTCOME_COLUMNS",
@@ -67,8 +75,8 @@ METRIC_PREFIXES: tuple[str, ...] = ("file.", "read.", "chunk.", "util.")
 #: The default family of retrieval metrics for correlations and comparisons, in
 #: display order (see the module notes): average precision, reciprocal rank of the first
 #: ground-truth file, nDCG@10, recall@10 and recall of the files surfaced, their
-#: context efficiency, recall of the files read, chunk recall, and the share of
-#: ground-truth files read.
+#: context efficiency, recall of the files read (= the share of ground-truth files read,
+#: ``util.read_overlap``, which is therefore not listed again) and chunk recall.
 KEY_METRICS: tuple[str, ...] = (
     "file.AP",
     "file.RR",
@@ -78,8 +86,10 @@ KEY_METRICS: tuple[str, ...] = (
     "file.context_efficiency",
     "read.recall",
     "chunk.recall",
-    "util.read_overlap",
 )
+
+#: Metric columns equal by definition on every trial: alias -> the key metric it equals.
+IDENTICAL_METRICS: dict[str, str] = {"util.read_overlap": "read.recall"}
 
 #: Outcome columns, in the order reports show them.
 OUTCOME_COLUMNS: tuple[str, ...] = (

@@ -12,13 +12,23 @@ Conventions
 * Rows where either value is missing are dropped pair by pair; ``n`` is what remains.
 * Below ``min_n`` pairs (default 5), or when a column is constant, the row is
   ``computable=False`` with the ``reason``; ``r``, CI and p are NaN (never 0).
-* Pearson: ``scipy.stats.pearsonr`` (exact p under bivariate normality); 95% CI by Fisher
-  z with ``SE = 1/sqrt(n-3)``.
-* Spearman: ``scipy.stats.spearmanr`` (average ranks for ties; p from the t
+* **p-values** (column ``p_method``): from the permutation distribution of the statistic
+  (:func:`~retrieval_lib.stats.permutation.permutation_p`): ``"exact"`` (all n!
+  pairings) for n <= :data:`~retrieval_lib.stats.permutation.EXACT_MAX_N` (8),
+  ``"monte_carlo"`` (10,000 seeded random pairings, argument ``seed``) for n <=
+  :data:`~retrieval_lib.stats.permutation.MONTE_CARLO_MAX_N` (100), ``"asymptotic"``
+  (scipy's t or normal approximation) above. The t approximation of Spearman's p gives
+  1.4e-24 for a perfect n = 5; the exact two-sided p is 2/120.
+* Pearson: r from ``scipy.stats.pearsonr``; 95% CI by Fisher z with ``SE = 1/sqrt(n-3)``.
+* Spearman: ``scipy.stats.spearmanr`` (average ranks for ties; asymptotic p from the t
   approximation with n-2 degrees of freedom); 95% CI by Fisher z with the
   **Bonett–Wright (2000)** variance ``(1 + r^2/2) / (n-3)``, which keeps coverage close
   to 95% for rank correlations where ``1/(n-3)`` is too narrow.
 * Point-biserial: Pearson r between the metric and a 0/1 outcome (CI as Pearson).
+* **A CI that cannot be computed is missing** (NaN) with the reason in ``reason``:
+  |r| = 1 (Fisher z is infinite), n <= 3 (no Fisher-z variance), an AUC of 0 or 1 (the
+  Hanley–McNeil standard error is 0). It is never the degenerate [1, 1]. The row stays
+  ``computable`` (r and p hold).
 * Families (:func:`correlate_metrics`): Holm and Benjamini–Hochberg adjust the p-values
   within one **group** (a config, or the pooled table) and one **family of methods**:
   ``"rank"`` (Spearman for continuous outcomes, AUC / Mann–Whitney for pass/fail) and
@@ -30,11 +40,15 @@ Conventions
 * Errored or timed-out trials are kept (their reward is what the verifier gave); every
   row says in ``n_flagged`` how many of its ``n`` trials were errored or timed out, and
   ``exclude_flagged=True`` leaves them out.
-* AUC: the Mann–Whitney probability that a passing task has a higher metric than a failing
-  one (ties count one half). ``r`` holds the equivalent rank-biserial correlation
-  ``2*AUC - 1`` and ``auc`` the AUC; the CI (on the ``r`` scale) uses the Hanley–McNeil
-  (1982) standard error; p is the two-sided Mann–Whitney U p-value (scipy's ``auto``
-  method: exact for small samples without ties, else normal approximation).
+* AUC (method ``"auc"``): ``auc = U / (n1 * n0)`` from ``scipy.stats.mannwhitneyu``, the
+  probability that a passing task has a higher metric than a failing one (ties count one
+  half), with its 95% CI in ``auc_ci_low`` / ``auc_ci_high`` (Hanley–McNeil 1982 standard
+  error, clipped to [0, 1]). The rank-biserial correlation ``2*AUC - 1`` (Cureton 1956;
+  Kerby 2014), the same information on the [-1, 1] scale of a correlation, has its own
+  column ``rank_biserial``. ``r``, ``ci_low`` and ``ci_high`` hold Pearson/Spearman/
+  point-biserial coefficients only and are NaN on an AUC row. p is the two-sided
+  Mann–Whitney p (permutation p as above; ``mannwhitneyu``'s normal approximation
+  above 100).
 
 Examples
 --------
@@ -63,6 +77,7 @@ from retrieval_lib.stats.columns import (
     resolve_metrics,
 )
 from retrieval_lib.stats.multiple import benjamini_hochberg, holm
+from retrieval_lib.stats.permutation import N_RESAMPLES, permutation_p
 
 __all__ = [
     "CORRELATION_COLUMNS",
@@ -86,7 +101,11 @@ CORRELATION_COLUMNS: tuple[str, ...] = (
     "ci_low",
     "ci_high",
     "p_value",
+    "p_method",
     "auc",
+    "auc_ci_low",
+    "auc_ci_high",
+    "rank_biserial",
     "computable",
     "reason",
 )
@@ -106,6 +125,7 @@ FLAG_COLUMNS: tuple[str, ...] = ("errored", "timed_out")
 POOLED_GROUP = "(pooled)"
 
 _Z_975 = 1.959963984540054  # standard normal 97.5% quantile
+_R_ONE_TOL = 1e-12  # |r| within this of 1 is a perfect correlation (rounding of scipy's r)
 
 
 def _row(
@@ -117,11 +137,13 @@ def _row(
     r: float = math.nan,
     ci: tuple[float, float] = (math.nan, math.nan),
     p_value: float = math.nan,
+    p_method: str | None = None,
     auc_value: float = math.nan,
+    auc_ci: tuple[float, float] = (math.nan, math.nan),
+    computable: bool = False,
     reason: str | None = None,
 ) -> dict[str, object]:
-    computable = reason is None or not math.isnan(r)
-    row = {
+    return {
         "x": x,
         "y": y,
         "method": method,
@@ -130,11 +152,14 @@ def _row(
         "ci_low": float(ci[0]),
         "ci_high": float(ci[1]),
         "p_value": float(p_value),
+        "p_method": p_method,
         "auc": float(auc_value),
+        "auc_ci_low": float(auc_ci[0]),
+        "auc_ci_high": float(auc_ci[1]),
+        "rank_biserial": 2.0 * float(auc_value) - 1.0,
         "computable": bool(computable),
         "reason": reason,
     }
-    return row
 
 
 def _frame(row: dict[str, object]) -> pd.DataFrame:
@@ -164,17 +189,44 @@ def _constant(values: np.ndarray, name: str) -> str | None:
 
 
 def _fisher_ci(r: float, n: int, variance_factor: float) -> tuple[tuple[float, float], str | None]:
-    """95% CI of a correlation via Fisher z with ``var(z) = variance_factor / (n - 3)``."""
+    """95% CI of a correlation via Fisher z with ``var(z) = variance_factor / (n - 3)``.
+
+    Missing, with the reason, where Fisher z is undefined: ``n <= 3`` or ``|r| = 1``.
+    """
     if n <= 3:
-        return (math.nan, math.nan), f"a Fisher-z CI needs n > 3 (n={n})"
+        return (math.nan, math.nan), f"no CI: a Fisher-z CI needs n > 3 (n={n})"
     if abs(r) >= 1.0:
-        return (float(np.sign(r)), float(np.sign(r))), None
+        return (math.nan, math.nan), f"no CI: |r| = 1 (n={n}), where Fisher z is infinite"
     z = math.atanh(r)
     half = _Z_975 * math.sqrt(variance_factor / (n - 3))
     return (math.tanh(z - half), math.tanh(z + half)), None
 
 
-def _pearson_row(x: str, y: str, xs: np.ndarray, ys: np.ndarray, min_n: int) -> dict[str, object]:
+def _coefficient(value: float) -> float:
+    """A correlation clipped to [-1, 1], exactly ±1 within rounding of it."""
+    r = float(np.clip(value, -1.0, 1.0))
+    return float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
+
+
+def _p_value(
+    xs: np.ndarray, ys: np.ndarray, asymptotic: float, seed: int, n_resamples: int
+) -> tuple[float, str]:
+    """Permutation p of the association of ``xs`` and ``ys`` where n allows, else ``asymptotic``."""
+    p_value, method = permutation_p(xs, ys, seed=seed, n_resamples=n_resamples)
+    if method is None:
+        return float(asymptotic), "asymptotic"
+    return p_value, method
+
+
+def _pearson_row(
+    x: str,
+    y: str,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    min_n: int,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, object]:
     from scipy import stats
 
     xs, ys = _complete(xs, ys)
@@ -183,12 +235,32 @@ def _pearson_row(x: str, y: str, xs: np.ndarray, ys: np.ndarray, min_n: int) -> 
     if reason:
         return _row(x, y, "pearson", n, reason=reason)
     res = stats.pearsonr(xs, ys)
-    r = float(np.clip(res.statistic, -1.0, 1.0))
+    r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0)
-    return _row(x, y, "pearson", n, r=r, ci=ci, p_value=float(res.pvalue), reason=ci_reason)
+    p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _row(
+        x,
+        y,
+        "pearson",
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
+    )
 
 
-def pearson(df: pd.DataFrame, x: str, y: str, *, min_n: int = 5) -> pd.DataFrame:
+def pearson(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    min_n: int = 5,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """Pearson correlation of columns ``x`` and ``y`` with a Fisher-z 95% CI.
 
     Parameters
@@ -199,11 +271,14 @@ def pearson(df: pd.DataFrame, x: str, y: str, *, min_n: int = 5) -> pd.DataFrame
         Column names.
     min_n : int
         Fewest complete pairs for which the correlation is reported.
+    seed, n_resamples
+        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
 
     Returns
     -------
     pandas.DataFrame
-        One row with :data:`CORRELATION_COLUMNS`.
+        One row with :data:`CORRELATION_COLUMNS`; the p-value is a permutation p up to
+        n = 100 (``p_method``), scipy's t-distribution p above.
 
     Examples
     --------
@@ -212,10 +287,24 @@ def pearson(df: pd.DataFrame, x: str, y: str, *, min_n: int = 5) -> pd.DataFrame
     >>> round(float(pearson(df, "a", "b")["r"].iloc[0]), 4)
     0.7746
     """
-    return _frame(_pearson_row(x, y, *_columns(df, x, y), min_n))
+    return _frame(_pearson_row(x, y, *_columns(df, x, y), min_n, seed, n_resamples))
 
 
-def _spearman_row(x: str, y: str, xs: np.ndarray, ys: np.ndarray, min_n: int) -> dict[str, object]:
+def _ranks(values: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
+    return np.asarray(stats.rankdata(values), dtype=float)
+
+
+def _spearman_row(
+    x: str,
+    y: str,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    min_n: int,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, object]:
     from scipy import stats
 
     xs, ys = _complete(xs, ys)
@@ -224,12 +313,32 @@ def _spearman_row(x: str, y: str, xs: np.ndarray, ys: np.ndarray, min_n: int) ->
     if reason:
         return _row(x, y, "spearman", n, reason=reason)
     res = stats.spearmanr(xs, ys)
-    r = float(np.clip(res.statistic, -1.0, 1.0))
+    r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0 + r * r / 2.0)
-    return _row(x, y, "spearman", n, r=r, ci=ci, p_value=float(res.pvalue), reason=ci_reason)
+    p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
+    return _row(
+        x,
+        y,
+        "spearman",
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
+    )
 
 
-def spearman(df: pd.DataFrame, x: str, y: str, *, min_n: int = 5) -> pd.DataFrame:
+def spearman(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    min_n: int = 5,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """Spearman rank correlation (average ranks for ties) with a Bonett–Wright 95% CI.
 
     Parameters
@@ -240,12 +349,16 @@ def spearman(df: pd.DataFrame, x: str, y: str, *, min_n: int = 5) -> pd.DataFram
         Column names.
     min_n : int
         Fewest complete pairs for which the correlation is reported.
+    seed, n_resamples
+        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
 
     Returns
     -------
     pandas.DataFrame
         One row with :data:`CORRELATION_COLUMNS`. The CI is Fisher z with variance
-        ``(1 + r**2 / 2) / (n - 3)`` (Bonett & Wright, 2000).
+        ``(1 + r**2 / 2) / (n - 3)`` (Bonett & Wright, 2000), missing at |r| = 1; the
+        p-value is exact up to n = 8 (a perfect n = 5 gives 2/120), Monte Carlo up to
+        n = 100, the t approximation above (``p_method``).
 
     Examples
     --------
@@ -253,8 +366,11 @@ def spearman(df: pd.DataFrame, x: str, y: str, *, min_n: int = 5) -> pd.DataFram
     >>> df = pd.DataFrame({"a": [1, 2, 2, 4, 5], "b": [1, 3, 2, 4, 5]})
     >>> round(float(spearman(df, "a", "b")["r"].iloc[0]), 4)
     0.9747
+    >>> row = spearman(pd.DataFrame({"a": [1, 2, 3, 4, 5], "b": [1, 2, 3, 4, 5]}), "a", "b").iloc[0]
+    >>> float(row["r"]), round(float(row["p_value"]), 4), row["p_method"], float(row["ci_low"])
+    (1.0, 0.0167, 'exact', nan)
     """
-    return _frame(_spearman_row(x, y, *_columns(df, x, y), min_n))
+    return _frame(_spearman_row(x, y, *_columns(df, x, y), min_n, seed, n_resamples))
 
 
 def _check_binary(xs: np.ndarray, ys: np.ndarray, binary: str) -> tuple[np.ndarray, np.ndarray]:
@@ -267,7 +383,13 @@ def _check_binary(xs: np.ndarray, ys: np.ndarray, binary: str) -> tuple[np.ndarr
 
 
 def _point_biserial_row(
-    x: str, binary: str, xs: np.ndarray, ys: np.ndarray, min_n: int
+    x: str,
+    binary: str,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    min_n: int,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
 ) -> dict[str, object]:
     from scipy import stats
 
@@ -277,14 +399,32 @@ def _point_biserial_row(
     if reason:
         return _row(x, binary, "point_biserial", n, reason=reason)
     res = stats.pointbiserialr(ys.astype(bool), xs)
-    r = float(np.clip(res.statistic, -1.0, 1.0))
+    r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0)
+    p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
     return _row(
-        x, binary, "point_biserial", n, r=r, ci=ci, p_value=float(res.pvalue), reason=ci_reason
+        x,
+        binary,
+        "point_biserial",
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
     )
 
 
-def point_biserial(df: pd.DataFrame, x: str, binary: str, *, min_n: int = 5) -> pd.DataFrame:
+def point_biserial(
+    df: pd.DataFrame,
+    x: str,
+    binary: str,
+    *,
+    min_n: int = 5,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """Point-biserial correlation of metric ``x`` with a pass/fail column.
 
     Parameters
@@ -297,11 +437,14 @@ def point_biserial(df: pd.DataFrame, x: str, binary: str, *, min_n: int = 5) -> 
         Column of 0/1 or booleans (e.g. ``passed``).
     min_n : int
         Fewest complete pairs for which the correlation is reported.
+    seed, n_resamples
+        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
 
     Returns
     -------
     pandas.DataFrame
-        One row with :data:`CORRELATION_COLUMNS` (method ``"point_biserial"``).
+        One row with :data:`CORRELATION_COLUMNS` (method ``"point_biserial"``; p as
+        :func:`pearson`).
 
     Examples
     --------
@@ -310,10 +453,35 @@ def point_biserial(df: pd.DataFrame, x: str, binary: str, *, min_n: int = 5) -> 
     >>> round(float(point_biserial(df, "m", "passed")["r"].iloc[0]), 4)
     0.673
     """
-    return _frame(_point_biserial_row(x, binary, *_columns(df, x, binary), min_n))
+    return _frame(
+        _point_biserial_row(x, binary, *_columns(df, x, binary), min_n, seed, n_resamples)
+    )
 
 
-def _auc_row(x: str, binary: str, xs: np.ndarray, ys: np.ndarray, min_n: int) -> dict[str, object]:
+def _hanley_mcneil_ci(area: float, n1: int, n0: int) -> tuple[tuple[float, float], str | None]:
+    """95% CI of an AUC with the Hanley–McNeil (1982) standard error, clipped to [0, 1]."""
+    if area <= 0.0 or area >= 1.0:
+        return (math.nan, math.nan), (
+            f"no CI: AUC = {area:g} (complete separation), where the Hanley-McNeil "
+            "standard error is 0"
+        )
+    q1, q2 = area / (2.0 - area), 2.0 * area * area / (1.0 + area)
+    variance = (
+        area * (1.0 - area) + (n1 - 1) * (q1 - area * area) + (n0 - 1) * (q2 - area * area)
+    ) / (n1 * n0)
+    half = _Z_975 * math.sqrt(max(variance, 0.0))
+    return (max(area - half, 0.0), min(area + half, 1.0)), None
+
+
+def _auc_row(
+    x: str,
+    binary: str,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    min_n: int,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, object]:
     from scipy import stats
 
     xs, ys = _check_binary(*_complete(xs, ys), binary)
@@ -323,27 +491,33 @@ def _auc_row(x: str, binary: str, xs: np.ndarray, ys: np.ndarray, min_n: int) ->
         return _row(x, binary, "auc", n, reason=reason)
     positives, negatives = xs[ys == 1.0], xs[ys == 0.0]
     n1, n0 = positives.size, negatives.size
-    res = stats.mannwhitneyu(positives, negatives, alternative="two-sided")
+    res = stats.mannwhitneyu(positives, negatives, alternative="two-sided", method="asymptotic")
     area = float(res.statistic) / (n1 * n0)
-    q1, q2 = area / (2.0 - area), 2.0 * area * area / (1.0 + area)
-    variance = (
-        area * (1.0 - area) + (n1 - 1) * (q1 - area * area) + (n0 - 1) * (q2 - area * area)
-    ) / (n1 * n0)
-    half = _Z_975 * math.sqrt(max(variance, 0.0))
-    low, high = max(area - half, 0.0), min(area + half, 1.0)
+    auc_ci, ci_reason = _hanley_mcneil_ci(area, n1, n0)
+    p_value, p_method = _p_value(_ranks(xs), ys, float(res.pvalue), seed, n_resamples)
     return _row(
         x,
         binary,
         "auc",
         n,
-        r=2.0 * area - 1.0,
-        ci=(2.0 * low - 1.0, 2.0 * high - 1.0),
-        p_value=float(res.pvalue),
+        p_value=p_value,
+        p_method=p_method,
         auc_value=area,
+        auc_ci=auc_ci,
+        computable=True,
+        reason=ci_reason,
     )
 
 
-def auc(df: pd.DataFrame, x: str, binary: str, *, min_n: int = 5) -> pd.DataFrame:
+def auc(
+    df: pd.DataFrame,
+    x: str,
+    binary: str,
+    *,
+    min_n: int = 5,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> pd.DataFrame:
     """Mann–Whitney AUC of metric ``x`` for passing versus failing tasks.
 
     Parameters
@@ -356,22 +530,27 @@ def auc(df: pd.DataFrame, x: str, binary: str, *, min_n: int = 5) -> pd.DataFram
         Column of 0/1 or booleans; 1 is the "positive" (passing) class.
     min_n : int
         Fewest complete pairs for which the AUC is reported.
+    seed, n_resamples
+        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
 
     Returns
     -------
     pandas.DataFrame
         One row with :data:`CORRELATION_COLUMNS` (method ``"auc"``): ``auc`` is
-        P(metric of a pass > metric of a fail) + 0.5 P(equal); ``r = 2*auc - 1`` and the
-        CI are on the rank-biserial scale (Hanley–McNeil standard error).
+        ``U / (n1 * n0)`` = P(metric of a pass > metric of a fail) + 0.5 P(equal), with
+        its CI in ``auc_ci_low``/``auc_ci_high`` (Hanley–McNeil standard error);
+        ``rank_biserial = 2*auc - 1``; ``r``, ``ci_low``, ``ci_high`` are NaN (an AUC is
+        not a correlation coefficient).
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"m": [0.1, 0.4, 0.3, 0.8, 0.9], "passed": [0, 0, 1, 1, 1]})
-    >>> float(auc(df, "m", "passed")["auc"].iloc[0])
-    0.8333333333333334
+    >>> row = auc(df, "m", "passed").iloc[0]
+    >>> float(row["auc"]), round(float(row["rank_biserial"]), 4), float(row["r"])
+    (0.8333333333333334, 0.6667, nan)
     """
-    return _frame(_auc_row(x, binary, *_columns(df, x, binary), min_n))
+    return _frame(_auc_row(x, binary, *_columns(df, x, binary), min_n, seed, n_resamples))
 
 
 def _methods_for(outcome: str) -> tuple[str, ...]:
@@ -405,6 +584,8 @@ def correlate_metrics(
     min_n: int = 5,
     *,
     exclude_flagged: bool = False,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
 ) -> pd.DataFrame:
     """Associate every retrieval metric with every outcome, per group and pooled.
 
@@ -427,6 +608,9 @@ def correlate_metrics(
     exclude_flagged : bool
         Leave errored and timed-out trials out (default: keep them, counted in
         ``n_flagged``).
+    seed, n_resamples
+        Seed and size of the Monte Carlo permutation tests (rows of 9 to 100 pairs); the
+        same seed gives the same p-values.
 
     Returns
     -------
@@ -467,14 +651,15 @@ def correlate_metrics(
     frames = []
     for group, mask in groups:
         rows = []
-        for metric in metric_list:
-            for outcome in outcome_list:
-                xs, ys = values[metric][mask], values[outcome][mask]
-                complete = ~(np.isnan(xs) | np.isnan(ys))
-                n_flagged = int(flagged[mask][complete].sum())
-                for method in _methods_for(outcome):
-                    row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n)
-                    row["n_flagged"] = n_flagged
+        # outcome, then method, then metric: consecutive permutation tests share the
+        # outcome's values, whose permuted copy is then built once (rows are sorted below)
+        for outcome in outcome_list:
+            for method in _methods_for(outcome):
+                for metric in metric_list:
+                    xs, ys = values[metric][mask], values[outcome][mask]
+                    complete = ~(np.isnan(xs) | np.isnan(ys))
+                    row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
+                    row["n_flagged"] = int(flagged[mask][complete].sum())
                     row["family"] = METHOD_FAMILY[method]
                     rows.append(row)
         if not rows:

@@ -109,7 +109,7 @@ __all__ = [
     "run_impact",
 ]
 
-IMPACT_SCHEMA_VERSION = "1.2"
+IMPACT_SCHEMA_VERSION = "1.3"
 IMPACT_FILENAME = "retrieval_impact.json"
 POOLED_FILENAME = "retrieval_impact_pooled.json"
 _TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
@@ -239,9 +239,11 @@ def analyze_impact(
     baseline, treatment : str, optional
         Explicit configs; otherwise paired by name (:func:`pair_configs`).
     seed : int
-        Bootstrap seed (the same for every metric and pair).
+        Seed of the Monte Carlo permutation p-values of the correlations and of a
+        bootstrap CI (the same for every metric and pair).
     n_boot : int
-        Bootstrap resamples.
+        Bootstrap resamples (only for ``ci_method`` "bca" or "percentile" of a paired
+        delta; the default t interval needs none).
     min_n : int
         Fewest complete pairs for a correlation.
     min_pairs : int
@@ -289,7 +291,7 @@ def analyze_impact(
     outcome_list = [c for c in OUTCOME_COLUMNS if c in df.columns]
     pairs = pair_configs(df["config_name"].dropna().astype(str), baseline, treatment)
     correlations = (
-        correlate_by_task(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged)
+        correlate_by_task(df, metric_list, min_n=min_n, exclude_flagged=exclude_flagged, seed=seed)
         if correlate
         else pd.DataFrame(columns=analyze_impact_columns()["correlations"])
     )
@@ -352,9 +354,18 @@ def analyze_impact(
         "min_n_correlation": int(min_n),
         "min_matched_pairs": int(min_pairs),
         "combine_repeated_trials": combine,
-        "bootstrap": "percentile, numpy Generator(PCG64(seed)), resampling matched tasks",
-        "spearman_ci": "Fisher z with Bonett-Wright variance (1 + r^2/2)/(n-3)",
-        "pearson_ci": "Fisher z with variance 1/(n-3)",
+        "delta_ci": "t interval of the mean per-task delta: mean +- t(0.975, n-1) sd / sqrt(n)",
+        "paired_test_minimum": "a paired test needs min_matched_pairs pairs, non-constant "
+        "deltas and at least 6 non-zero deltas (the fewest at which an exact two-sided "
+        "Wilcoxon p can reach 0.05); otherwise tested = false with the reason",
+        "tasks_needed": "matched tasks for a paired t-test to detect a mean delta of 0.05 / "
+        "0.10 at 80% power, alpha 0.05, given the sd of the per-task deltas",
+        "correlation_p": "two-sided permutation p: exact (all n! pairings) for n <= 8, "
+        "Monte Carlo (10,000 pairings, seed) for n <= 100, asymptotic above",
+        "spearman_ci": "Fisher z with Bonett-Wright variance (1 + r^2/2)/(n-3); missing at "
+        "|r| = 1 or n <= 3",
+        "pearson_ci": "Fisher z with variance 1/(n-3); missing at |r| = 1 or n <= 3",
+        "auc_ci": "Hanley-McNeil; missing at AUC 0 or 1",
         "correlation_p_adjust_family": "one group (config or pooled) x one method family: "
         "rank (spearman, auc) or linear (pearson, point_biserial); one test per metric x "
         "outcome",
@@ -694,6 +705,8 @@ _TEXT_RESULT_COLUMNS = frozenset(
         "treatment",
         "metric",
         "wilcoxon_method",
+        "p_method",
+        "ci_method",
         "task_name",
         "model",
         "harness_version",
@@ -709,7 +722,7 @@ _TEXT_RESULT_COLUMNS = frozenset(
         ),
     }
 )
-_BOOL_RESULT_COLUMNS = frozenset({"computable", "flagged", "harness_version_unverified"})
+_BOOL_RESULT_COLUMNS = frozenset({"computable", "tested", "flagged", "harness_version_unverified"})
 _TABLE_KEYS = (
     "pairs",
     "correlations",

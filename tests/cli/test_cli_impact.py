@@ -60,8 +60,12 @@ def test_impact_command_writes_and_summarises(tmp_path, capsys):
         "baseline-local-direct vs mcp-remote-direct: 5 matched (harness version verified for "
         "all); strict: 5; 0 unmatched" in out
     )
-    # rewards: baseline 0,1,0,1,0 vs 1 everywhere -> mean delta 0.6
-    assert "reward: mean delta +0.6 [95% CI" in out and "n=5" in out
+    # rewards: baseline 0,1,0,1,0 vs 1 everywhere -> mean delta 0.6 over 5 tasks, 3 of
+    # them non-zero: described, not tested (an exact Wilcoxon p could not reach 0.05)
+    assert (
+        "reward: mean delta +0.6, n=5, not tested (only 3 of the 5 paired deltas are non-zero; "
+        "a test needs 6 (the fewest at which an exact two-sided Wilcoxon p can reach 0.05))" in out
+    )
     doc = json.loads(written.read_text())
     assert doc["params"]["seed"] == 3 and doc["params"]["n_boot"] == 200
 
@@ -224,7 +228,7 @@ def test_normalize_evaluate_impact_on_the_real_corpus(tmp_path, capsys):
         main(["impact", str(out), "--n-boot", "500", "--pool", str(tmp_path / "pooled.json")]) == 0
     )
     printed = capsys.readouterr().out
-    assert "reward: not computable (n=2 matched pairs is below the minimum of 3)" in printed
+    assert "n=2, not tested (n=2 matched pairs is below the minimum of 3)" in printed
 
     per_run = sorted(out.rglob("retrieval_impact.json"))
     assert [p.parent.parent.name for p in per_run] == [
@@ -253,11 +257,17 @@ def test_normalize_evaluate_impact_on_the_real_corpus(tmp_path, capsys):
     assert [r["task_name"] for r in test_run["per_task"]] == ["llamacpp-context-window-search-001"]
     assert [r["task_name"] for r in pooled["per_task"]] == sorted({t for t, _ in expected})
     reward = next(r for r in pooled["comparisons"] if r["metric"] == "reward")
-    assert reward["n"] == 3 and reward["computable"] is True
+    # issue 22: three tasks, one non-zero delta: described, not tested (no p of 1, no
+    # rank-biserial of -1, no CI of [min, max])
+    assert reward["n"] == 3 and reward["tested"] is False and reward["computable"] is False
     assert reward["mean_delta"] == pytest.approx((0.67 - 1.0) / 3)
     assert (reward["wins"], reward["losses"], reward["ties"]) == (0, 1, 2)
+    for column in ("wilcoxon_p", "rank_biserial", "ci_low", "ci_high"):
+        assert reward[column] is None
+    assert "only 1 of the 3 paired deltas are non-zero" in reward["reason"]
     small = next(r for r in design["comparisons"] if r["metric"] == "reward")
-    assert small["n"] == 2 and small["computable"] is False and small["mean_delta"] is None
+    assert small["n"] == 2 and small["computable"] is False
+    assert small["mean_delta"] == pytest.approx((0.67 - 1.0) / 2)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real corpus not found at {CORPUS}")

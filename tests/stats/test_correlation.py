@@ -59,7 +59,9 @@ def test_pearson_matches_pingouin_including_ci_and_p(noisy_frame):
     ref = pingouin_corr(noisy_frame["file.AP"], noisy_frame["reward"], "pearson")
     assert ours["n"] == ref["n"] == 27
     assert ours["r"] == pytest.approx(ref["r"], abs=1e-12)
-    assert ours["p_value"] == pytest.approx(ref["p"], rel=1e-9)
+    # n = 27: a Monte Carlo permutation p, close to the t-distribution p of normal data
+    assert ours["p_method"] == "monte_carlo"
+    assert ours["p_value"] == pytest.approx(ref["p"], abs=0.01)
     # pingouin 0.7.0 rounds its CI95 to 2 decimals; scipy gives the same Fisher-z CI in full
     assert ours["ci_low"] == pytest.approx(ref["ci_low"], abs=0.005)
     assert ours["ci_high"] == pytest.approx(ref["ci_high"], abs=0.005)
@@ -78,7 +80,8 @@ def test_spearman_with_ties_matches_pingouin_r_and_p_and_hand_ci():
     ours = spearman(df, "file.R@5", "cost_usd").iloc[0]
     ref = pingouin_corr(x, y, "spearman")
     assert ours["r"] == pytest.approx(ref["r"], abs=1e-12)
-    assert ours["p_value"] == pytest.approx(ref["p"], rel=1e-9)
+    assert ours["p_method"] == "monte_carlo" and ours["p_value"] < 0.001
+    assert ref["p"] < 1e-5  # the t approximation
     # Bonett-Wright CI by hand; pingouin uses the plain 1/(n-3), which must be narrower
     r, n = ours["r"], 12
     half = Z975 * math.sqrt((1 + r * r / 2) / (n - 3))
@@ -118,12 +121,24 @@ def test_constant_column_is_not_computable():
         assert "reward is constant" in row["reason"]
 
 
-def test_perfect_correlation_has_degenerate_ci():
+def test_perfect_correlation_has_a_missing_ci_and_an_exact_p():
+    # issue 22: r = 1.000, CI [1, 1] beside a p the t approximation made 1e-24
     df = pd.DataFrame({"a": [1, 2, 3, 4, 5, 6], "b": [2, 4, 6, 8, 10, 12]})
-    row = pearson(df, "a", "b").iloc[0]
-    assert row["r"] == pytest.approx(1.0)
-    assert (row["ci_low"], row["ci_high"]) == pytest.approx((1.0, 1.0), abs=1e-9)
-    assert row["computable"] and row["p_value"] < 1e-6
+    for func in (pearson, spearman):
+        row = func(df, "a", "b").iloc[0]
+        assert row["r"] == pytest.approx(1.0)
+        assert math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
+        assert row["reason"] == "no CI: |r| = 1 (n=6), where Fisher z is infinite"
+        assert row["computable"] and row["p_method"] == "exact"
+        assert row["p_value"] == pytest.approx(2 / 720)
+
+
+def test_fisher_ci_needs_more_than_three_pairs():
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1.0, 3.0, 2.0]})
+    row = spearman(df, "a", "b", min_n=3).iloc[0]
+    assert row["r"] == pytest.approx(0.5) and row["computable"]
+    assert math.isnan(row["ci_low"]) and "n > 3" in row["reason"]
+    assert row["p_value"] == pytest.approx(1.0)  # 2 * P(rho >= 0.5) = 2 * 3/6
 
 
 def test_point_biserial_by_hand_and_against_scipy():
@@ -136,8 +151,13 @@ def test_point_biserial_by_hand_and_against_scipy():
     row = point_biserial(df, "m", "passed").iloc[0]
     # deviations from the means 0.5 and 0.6: sum of products 0.5, sums of squares 0.46 and 1.2
     assert row["r"] == pytest.approx(0.5 / math.sqrt(0.46 * 1.2))
-    ref = stats.pointbiserialr([0, 0, 1, 1, 1], [0.1, 0.4, 0.3, 0.8, 0.9])
+    ref = stats.pearsonr(
+        [0, 0, 1, 1, 1],
+        [0.1, 0.4, 0.3, 0.8, 0.9],
+        method=stats.PermutationMethod(n_resamples=np.inf),
+    )
     assert row["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert row["p_value"] == pytest.approx(0.4)  # 2 * 12/120 pairings at least as large
     assert row["n"] == 5 and row["method"] == "point_biserial"
 
 
@@ -150,12 +170,41 @@ def test_auc_with_ties_by_hand_and_against_scipy():
     # 0.5: tie(.5) + >.2 = 1.5; 0.7: >.5, >.2, tie(.7) = 2.5; 0.9: 3 -> 7 of 9
     area = 7 / 9
     assert row["auc"] == pytest.approx(area)
-    assert row["r"] == pytest.approx(2 * area - 1)
-    assert row["p_value"] == pytest.approx(stats.mannwhitneyu(pos, neg).pvalue, rel=1e-12)
+    u = stats.mannwhitneyu(pos, neg).statistic
+    assert row["auc"] == pytest.approx(u / 9)  # U / (n1 * n0)
+    # the rank-biserial correlation has its own column; r (a correlation) is empty
+    assert row["rank_biserial"] == pytest.approx(2 * area - 1)
+    assert math.isnan(row["r"]) and math.isnan(row["ci_low"]) and math.isnan(row["ci_high"])
+    exact = stats.mannwhitneyu(pos, neg, method=stats.PermutationMethod(n_resamples=np.inf))
+    assert row["p_method"] == "exact"
+    assert row["p_value"] == pytest.approx(exact.pvalue, rel=1e-12)
     q1, q2 = area / (2 - area), 2 * area**2 / (1 + area)
     se = math.sqrt((area * (1 - area) + 2 * (q1 - area**2) + 2 * (q2 - area**2)) / 9)
-    assert row["ci_high"] == pytest.approx(2 * min(area + Z975 * se, 1.0) - 1)
-    assert row["ci_low"] == pytest.approx(2 * max(area - Z975 * se, 0.0) - 1)
+    assert row["auc_ci_high"] == pytest.approx(min(area + Z975 * se, 1.0))
+    assert row["auc_ci_low"] == pytest.approx(max(area - Z975 * se, 0.0))
+
+
+def test_auc_and_rank_biserial_against_mann_whitney_u_on_a_larger_sample():
+    from scipy import stats
+
+    rng = np.random.default_rng(12)
+    m = np.round(rng.uniform(size=150), 2)  # ties
+    passed = (m + rng.normal(scale=0.4, size=150) > 0.5).astype(int)
+    row = auc(pd.DataFrame({"m": m, "passed": passed}), "m", "passed").iloc[0]
+    ref = stats.mannwhitneyu(m[passed == 1], m[passed == 0], method="asymptotic")
+    n1, n0 = int(passed.sum()), int((1 - passed).sum())
+    assert row["auc"] == pytest.approx(ref.statistic / (n1 * n0), rel=1e-12)
+    assert row["rank_biserial"] == pytest.approx(2 * ref.statistic / (n1 * n0) - 1, rel=1e-12)
+    assert row["p_method"] == "asymptotic" and row["p_value"] == pytest.approx(ref.pvalue)
+    assert row["auc_ci_low"] < row["auc"] < row["auc_ci_high"]
+
+
+def test_perfectly_separating_auc_has_no_ci():
+    df = pd.DataFrame({"m": [0.1, 0.2, 0.3, 0.8, 0.9], "passed": [0, 0, 0, 1, 1]})
+    row = auc(df, "m", "passed").iloc[0]
+    assert row["auc"] == 1.0 and row["rank_biserial"] == 1.0 and row["computable"]
+    assert math.isnan(row["auc_ci_low"]) and "AUC = 1" in row["reason"]
+    assert row["p_value"] == pytest.approx(2 / 10)  # 2 * 1 / C(5, 2) label sets
 
 
 def test_non_binary_outcome_for_point_biserial_is_an_error():

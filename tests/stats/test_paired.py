@@ -12,11 +12,13 @@ from retrieval_lib.errors import StatisticsError
 from retrieval_lib.stats.paired import match_tasks, pair_configs
 from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
+    MIN_NONZERO_DELTAS,
     PAIRED_COLUMNS,
     bootstrap_mean_ci,
     compare_matched,
     mcnemar_exact,
     paired_comparison,
+    t_mean_ci,
     wilcoxon_signed_rank,
 )
 
@@ -221,9 +223,11 @@ def test_missing_metric_drops_the_task_for_that_metric_only(trials):
     out = compare_matched(m, n_boot=100).set_index("metric")
     assert out.loc["reward", "n"] == 3
     assert out.loc["file.AP", "n"] == 2 and out.loc["file.AP", "n_dropped"] == 1
-    assert not out.loc["file.AP", "computable"]
+    assert not out.loc["file.AP", "computable"] and not out.loc["file.AP", "tested"]
     assert out.loc["file.AP", "reason"] == "n=2 matched pairs is below the minimum of 3"
-    assert math.isnan(out.loc["file.AP", "mean_delta"])  # never 0.0
+    assert math.isnan(out.loc["file.AP", "wilcoxon_p"])  # never 0.0 or 1.0
+    assert math.isnan(out.loc["file.AP", "ci_low"])
+    assert np.isfinite(out.loc["file.AP", "mean_delta"])  # the deltas are still described
 
 
 # ----------------------------------------------------------------- paired statistics
@@ -231,7 +235,7 @@ def test_missing_metric_drops_the_task_for_that_metric_only(trials):
 
 def test_paired_comparison_hand_values_small():
     # deltas [1, -2, 3, 4]: ranks 1..4, R+ = 8, R- = 2
-    row = paired_comparison([0, 2, 0, 0], [1, 0, 3, 4], n_boot=500).iloc[0]
+    row = paired_comparison([0, 2, 0, 0], [1, 0, 3, 4], n_boot=500, min_nonzero=1).iloc[0]
     assert tuple(row.index) == PAIRED_COLUMNS
     assert row["n"] == 4 and (row["wins"], row["losses"], row["ties"]) == (3, 1, 0)
     assert row["mean_delta"] == 1.5 and row["median_delta"] == 2.0
@@ -241,7 +245,12 @@ def test_paired_comparison_hand_values_small():
     assert row["wilcoxon_p"] == pytest.approx(6 / 16)  # 2 * P(W+ <= 2) = 2 * 3/16
     assert row["sign_test_p"] == pytest.approx(10 / 16)  # 2 * (1 + 4) / 16
     assert row["cohen_dz"] == pytest.approx(1.5 / math.sqrt(7))  # sd^2 = 21/3
-    assert row["computable"] and row["reason"] is None
+    assert row["computable"] and row["tested"] and row["reason"] is None
+    # with the default minimum of 6 non-zero deltas the same four are not tested
+    default = paired_comparison([0, 2, 0, 0], [1, 0, 3, 4]).iloc[0]
+    assert (
+        not default["tested"] and "only 4 of the 4 paired deltas are non-zero" in default["reason"]
+    )
 
 
 def test_paired_comparison_matches_scipy_and_pingouin_without_ties():
@@ -294,47 +303,101 @@ def test_tied_example_p_by_hand():
     assert brute_force_wilcoxon_p([1, 2, 2, 2, 2, -2, 3, 3]) == pytest.approx(14 / 256)
 
 
-def test_all_zero_deltas_are_reported_not_crashed():
+def test_all_zero_deltas_are_not_tested():
     row = paired_comparison([0.5, 1.0, 0.0, 0.25], [0.5, 1.0, 0.0, 0.25], n_boot=100).iloc[0]
-    assert row["computable"]
-    assert row["mean_delta"] == 0.0 and (row["ci_low"], row["ci_high"]) == (0.0, 0.0)
-    assert row["ties"] == 4
-    assert (
-        math.isnan(row["wilcoxon_p"])
-        and math.isnan(row["sign_test_p"])
-        and math.isnan(row["cohen_dz"])
-    )
-    assert math.isnan(row["rank_biserial"])
-    assert "wilcoxon: all paired deltas are zero" in row["reason"]
-    assert "zero variance" in row["reason"]
+    assert not row["computable"] and not row["tested"]
+    assert row["n"] == 4 and row["mean_delta"] == 0.0 and row["ties"] == 4
+    for column in ("ci_low", "ci_high", "wilcoxon_p", "sign_test_p", "cohen_dz", "rank_biserial"):
+        assert math.isnan(row[column])
+    assert row["reason"] == "the 4 paired deltas are constant (all 0): zero variance"
 
 
-def test_all_equal_nonzero_deltas():
+def test_all_equal_nonzero_deltas_are_not_tested():
     from scipy import stats
 
-    row = paired_comparison([0, 1, 2, 3, 4], [1, 2, 3, 4, 5], n_boot=100).iloc[0]
-    assert row["wilcoxon_method"] == "exact"  # five tied |deltas|, enumerated
-    assert row["wilcoxon_p"] == pytest.approx(2 / 32)  # all five signs positive, two-sided
+    deltas = np.ones(8)
+    row = paired_comparison(np.zeros(8), deltas, n_boot=100).iloc[0]
+    assert not row["tested"] and "constant (all 1): zero variance" in row["reason"]
+    assert row["wins"] == 8 and row["mean_delta"] == 1.0 and math.isnan(row["ci_low"])
+    # the building block still gives the exact p of five tied deltas
+    res = wilcoxon_signed_rank(np.ones(5))
+    assert res.method == "exact" and res.p_value == pytest.approx(2 / 32)
     perm = stats.wilcoxon(np.ones(5), method=stats.PermutationMethod(n_resamples=10_000))
-    assert row["wilcoxon_p"] == pytest.approx(perm.pvalue)
-    assert row["rank_biserial"] == 1.0 and row["sign_test_p"] == pytest.approx(2 / 32)
-    assert math.isnan(row["cohen_dz"]) and "zero variance" in row["reason"]
+    assert res.p_value == pytest.approx(perm.pvalue)
+
+
+def test_three_tasks_with_one_nonzero_delta_is_not_a_test():
+    # issue 22: n = 3, one non-zero delta showed tested, p = 1, rank-biserial -1, CI [min, max]
+    row = paired_comparison([1.0, 0.5, 0.0], [1.0, 0.5, -0.5], n_boot=500).iloc[0]
+    assert not row["tested"] and not row["computable"]
+    assert row["n"] == 3 and row["mean_delta"] == pytest.approx(-0.5 / 3)
+    assert (row["wins"], row["losses"], row["ties"]) == (0, 1, 2)
+    for column in ("ci_low", "ci_high", "wilcoxon_p", "sign_test_p", "rank_biserial", "cohen_dz"):
+        assert math.isnan(row[column])
+    assert row["reason"] == (
+        "only 1 of the 3 paired deltas are non-zero; a test needs 6 (the fewest at which an "
+        "exact two-sided Wilcoxon p can reach 0.05)"
+    )
+
+
+def test_minimum_nonzero_deltas_is_where_an_exact_wilcoxon_can_reach_005():
+    from scipy import stats
+
+    # five untied deltas all positive: the smallest two-sided p of n = 5 is 2/32 > 0.05
+    assert stats.wilcoxon([1, 2, 3, 4, 5], method="exact").pvalue == pytest.approx(2 / 32)
+    assert stats.wilcoxon([1, 2, 3, 4, 5, 6], method="exact").pvalue == pytest.approx(2 / 64)
+    assert MIN_NONZERO_DELTAS == 6
+    five = paired_comparison(np.zeros(7), [0, 0, 1, 2, 3, 4, 5]).iloc[0]
+    six = paired_comparison(np.zeros(7), [0, 1, 2, 3, 4, 5, 6]).iloc[0]
+    assert not five["tested"] and six["tested"]
+    assert six["wilcoxon_p"] == pytest.approx(2 / 64)
 
 
 def test_below_minimum_pairs_is_not_computable():
     row = paired_comparison([1.0, np.nan, 0.0], [0.0, 1.0, np.nan], n_boot=100).iloc[0]
     assert row["n"] == 1 and row["n_dropped"] == 2 and not row["computable"]
     assert row["reason"] == "n=1 matched pairs is below the minimum of 3"
-    for column in ("mean_delta", "ci_low", "wilcoxon_p", "cohen_dz"):
+    assert row["mean_delta"] == -1.0
+    for column in ("ci_low", "wilcoxon_p", "cohen_dz", "sd_delta", "n_needed_0.05"):
         assert math.isnan(row[column])
 
 
-def test_bootstrap_is_seeded_matches_an_independent_resampling_and_contains_the_mean():
+def test_mean_delta_ci_is_the_t_interval_of_the_per_task_deltas():
+    from scipy import stats
+
     rng = np.random.default_rng(2)
     base, treat = rng.random(20), rng.random(20)
-    one = paired_comparison(base, treat, n_boot=2000, seed=42).iloc[0]
-    two = paired_comparison(base, treat, n_boot=2000, seed=42).iloc[0]
-    other = paired_comparison(base, treat, n_boot=2000, seed=43).iloc[0]
+    deltas = treat - base
+    row = paired_comparison(base, treat).iloc[0]
+    low, high = stats.t.interval(0.95, 19, loc=deltas.mean(), scale=stats.sem(deltas))
+    assert row["ci_method"] == "t"
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), rel=1e-12)
+    assert row["ci_half_width"] == pytest.approx((high - low) / 2, rel=1e-12)
+    assert t_mean_ci(deltas) == pytest.approx((low, high), rel=1e-12)
+
+
+def test_mean_delta_ci_bca_is_scipys_bootstrap_with_the_same_seed():
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    base, treat = rng.random(25), rng.random(25)
+    row = paired_comparison(base, treat, ci_method="bca", n_boot=3000, seed=7).iloc[0]
+    ref = stats.bootstrap(
+        (treat - base,), np.mean, n_resamples=3000, method="BCa", rng=np.random.default_rng(7)
+    ).confidence_interval
+    assert row["ci_method"] == "bca"
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((ref.low, ref.high), rel=1e-12)
+    with pytest.raises(StatisticsError, match="ci_method"):
+        paired_comparison(base, treat, ci_method="normal")
+
+
+def test_percentile_bootstrap_is_seeded_and_matches_an_independent_resampling():
+    rng = np.random.default_rng(2)
+    base, treat = rng.random(20), rng.random(20)
+    kwargs = {"n_boot": 2000, "ci_method": "percentile"}
+    one = paired_comparison(base, treat, seed=42, **kwargs).iloc[0]
+    two = paired_comparison(base, treat, seed=42, **kwargs).iloc[0]
+    other = paired_comparison(base, treat, seed=43, **kwargs).iloc[0]
     assert (one["ci_low"], one["ci_high"]) == (two["ci_low"], two["ci_high"])
     assert (one["ci_low"], one["ci_high"]) != (other["ci_low"], other["ci_high"])
     assert one["ci_low"] < one["mean_delta"] < one["ci_high"]
@@ -342,6 +405,18 @@ def test_bootstrap_is_seeded_matches_an_independent_resampling_and_contains_the_
     deltas = treat - base
     means = deltas[gen.integers(0, 20, size=(2000, 20))].mean(axis=1)
     assert (one["ci_low"], one["ci_high"]) == tuple(np.quantile(means, [0.025, 0.975]))
+
+
+def test_matched_row_carries_the_tasks_needed():
+    import pingouin
+
+    rng = np.random.default_rng(8)
+    base, treat = rng.random(30), rng.random(30)
+    row = paired_comparison(base, treat).iloc[0]
+    sd = float(np.std(treat - base, ddof=1))
+    assert row["sd_delta"] == pytest.approx(sd)
+    ref = pingouin.power_ttest(d=0.10 / sd, power=0.8, alpha=0.05, contrast="paired")
+    assert row["n_needed_0.10"] == math.ceil(ref)
 
 
 def test_bad_paired_input_is_an_error():
@@ -376,6 +451,8 @@ def test_compare_matched_holm_over_the_metric_family():
     assert np.allclose(
         out["wilcoxon_p_holm"].to_numpy()[ok], multipletests(p[ok], method="holm")[1]
     )
+    # an untested metric has no p and is not part of the family
+    assert (np.isnan(p) == ~out["tested"].to_numpy(dtype=bool)).all()
 
 
 # ----------------------------------------------------------------- McNemar
@@ -414,9 +491,10 @@ def test_floating_point_noise_does_not_break_ties():
     assert np.unique(treat - base).size > 1
     row = paired_comparison(base, treat, n_boot=100).iloc[0]
     assert (row["wins"], row["losses"], row["ties"]) == (5, 0, 0)
-    assert row["wilcoxon_method"] == "exact" and row["wilcoxon_p"] == pytest.approx(2 / 32)
-    assert row["rank_biserial"] == 1.0
-    assert math.isnan(row["cohen_dz"]) and "zero variance" in row["reason"]
+    # equal up to noise: constant deltas, not tested (not five distinct ranks)
+    assert not row["tested"] and "constant" in row["reason"]
+    res = wilcoxon_signed_rank(treat - base)
+    assert res.method == "exact" and res.p_value == pytest.approx(2 / 32)
     noisy_zero = paired_comparison([0.3, 0.5, 0.25], [0.1 + 0.2, 0.5, 0.25], n_boot=100).iloc[0]
     assert noisy_zero["ties"] == 3 and math.isnan(noisy_zero["wilcoxon_p"])
 
