@@ -8,6 +8,9 @@ sentence per question, each with the heading of the section it comes from:
 * ``reward`` and ``passed``: the matched difference (treatment − baseline) of every compared
   pair with its CI, the Holm-adjusted p and the number of matched tasks, or why it cannot
   be answered (too few matched tasks, a degenerate test);
+* ``tasks_needed``: the CI half-width of the reward difference now, and the matched tasks
+  a paired test needs to detect a difference of 0.05 and 0.10 at 80% power given the
+  observed spread of the per-task differences;
 * ``retrieval``: whether the key retrieval metrics differ between the configs (Holm);
 * ``association``: the retrieval metric most associated with reward (pooled over configs),
   with its estimate, CI and n;
@@ -29,12 +32,12 @@ Examples
 ...     "config_name": ["baseline"] * 6 + ["mcp"] * 6,
 ...     "task_name": list("abcdef") * 2,
 ...     "model": ["m"] * 12,
-...     "reward": [0, 1, 0, 0, 1, 0, 1, 1, 1, 0, 1, 1.0],
+...     "reward": [0.4, 0.3, 0.2, 0.1, 0.0, 0.9, 0.5, 0.5, 0.5, 0.5, 0.5, 0.3],
 ...     "file.recall": [0.2, 0.5, 0.1, 0.3, 0.9, 0.4, 0.6, 0.5, 0.7, 0.2, 0.9, 0.8]})
 >>> impact = analyze_impact(df, n_boot=200, min_pairs=5)
 >>> table = answer_table(impact, sections=RUN_SECTIONS)
 >>> print(table.loc[table["topic"] == "reward", "sentence"].iloc[0])  # doctest: +ELLIPSIS
-Reward, mcp vs baseline: on 6 matched tasks the mean difference (mcp − baseline) is +0.500 ...
+Reward, mcp vs baseline: on 6 matched tasks the mean difference (mcp − baseline) is +0.150 ...
 """
 
 from __future__ import annotations
@@ -231,6 +234,28 @@ def _outcome_sentence(
         f"{pair.baseline}) is {_signed(mean)} ({_ci(row.get('ci_low'), row.get('ci_high'), level)}), "
         f"Wilcoxon {_p(row.get('wilcoxon_p'))}, Holm-adjusted {_p(p_holm)}"
         f"{extra}: {verdict}."
+    )
+
+
+def _power_sentence(row: pd.Series | None, pair: Any, label: str) -> str | None:
+    """How precise the matched difference is now and how many tasks would answer it."""
+    if row is None or "sd_delta" not in row.index:
+        return None
+    who = f"{pair.treatment} vs {pair.baseline}"
+    n = row.get("n")
+    needed = [row.get("n_needed_0.05"), row.get("n_needed_0.10")]
+    if _missing(row.get("sd_delta")) or any(_missing(v) for v in needed):
+        return (
+            f"Tasks needed, {who}: how many matched tasks would detect a {label.lower()} "
+            f"difference cannot be estimated from {_tasks(n)} (no spread of per-task "
+            "differences to plan from)."
+        )
+    return (
+        f"Tasks needed, {who}: the 95% CI of the mean {label.lower()} difference is "
+        f"±{float(row['ci_half_width']):.3f} on {_tasks(n)}; with the observed spread of the "
+        f"per-task differences (sd {float(row['sd_delta']):.3f}), a paired test at 80% power "
+        f"(α = 0.05) needs about {int(needed[0]):,} matched tasks to detect a difference of "
+        f"0.05 and {int(needed[1]):,} for 0.10."
     )
 
 
@@ -481,7 +506,8 @@ def answer_table(
     Returns
     -------
     pandas.DataFrame
-        ``topic`` (reward, passed, retrieval, association, first_found, caveat),
+        ``topic`` (reward, passed, tasks_needed, retrieval, association, first_found,
+        caveat),
         ``sentence`` (plain text, names unescaped) and ``section`` (a heading of
         ``sections``).
     """
@@ -514,6 +540,9 @@ def answer_table(
                 label, row, pair, impact.per_task, alpha=alpha, level=level, extra=extra
             )
             rows.append((topic, text, sections.matched))
+        power = _power_sentence(_comparison_row(comparisons, pair, "reward"), pair, "Reward")
+        if power is not None:
+            rows.append(("tasks_needed", power, sections.matched))
         if metrics:
             text = _retrieval_sentence(comparisons, pair, metrics, alpha=alpha, level=level)
             rows.append(("retrieval", text, sections.matched))

@@ -63,6 +63,7 @@ __all__ = [
     "overview_table",
     "non_computable_counts",
     "per_task_deltas",
+    "power_table",
     "present",
     "quality_by_config",
     "strongest_pairs",
@@ -896,3 +897,45 @@ def write_tables(frames: Mapping[str, pd.DataFrame], out_dir: str | Path) -> lis
         atomic_write_text(target, plain.to_csv(index=False, lineterminator="\n"))
         written.append(target)
     return written
+
+
+#: Columns of :func:`power_table`, in order.
+POWER_COLUMNS: tuple[str, ...] = (
+    "baseline",
+    "treatment",
+    "metric",
+    "n",
+    "sd_delta",
+    "ci_half_width",
+    "n_needed_0.05",
+    "n_needed_0.10",
+)
+
+
+def power_table(
+    comparisons: pd.DataFrame, metrics: Sequence[str] = ("reward", "passed")
+) -> pd.DataFrame:
+    """How many matched tasks would answer it, per config pair and outcome.
+
+    From the matched comparison's rows (:func:`retrieval_lib.stats.paired_tests.compare_matched`):
+    the matched tasks now (``n``), the spread of the per-task deltas (``sd_delta``), the 95%
+    CI half-width of the mean delta and the matched tasks a paired t-test needs to detect a
+    mean delta of 0.05 and 0.10 at 80% power, alpha 0.05 (:func:`retrieval_lib.stats.power.
+    tasks_needed`). Missing where the deltas have no spread (n < 2 or all equal).
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"baseline": ["b"] * 2, "treatment": ["t"] * 2,
+    ...     "metric": ["passed", "reward"], "n": [20, 20], "sd_delta": [0.5, 0.3],
+    ...     "ci_half_width": [0.234, 0.14], "n_needed_0.05": [788.0, 285.0],
+    ...     "n_needed_0.10": [199.0, 73.0]})
+    >>> power_table(c)[["metric", "n_needed_0.10"]].values.tolist()
+    [['reward', 73.0], ['passed', 199.0]]
+    """
+    present = [c for c in POWER_COLUMNS if c in comparisons.columns]
+    rows = comparisons[comparisons["metric"].isin(list(metrics))][present]
+    order = {name: i for i, name in enumerate(metrics)}
+    rows = rows.assign(_order=rows["metric"].map(order)).sort_values(
+        ["baseline", "treatment", "_order"], kind="mergesort"
+    )
+    return rows.drop(columns="_order").reset_index(drop=True)

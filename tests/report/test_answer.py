@@ -24,9 +24,11 @@ from retrieval_lib.study.loader import documents_events
 
 pytest.importorskip("scipy")
 
-# 6 tasks, one trial each side; reward deltas (mcp - baseline) 1, 0, 1, 0, 0, 1 -> mean 0.5
-_REWARD_B = [0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
-_REWARD_T = [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+# 6 tasks, one trial each side; reward deltas (mcp - baseline) 0.1, 0.2, 0.3, 0.4, 0.5, -0.6
+# -> mean 0.9 / 6 = 0.15; Wilcoxon: R- = 6 (the rank of |-0.6|), and 14 of the 64 sign
+# patterns have a rank sum <= 6, so the exact two-sided p is 28/64 = 0.4375
+_REWARD_B = [0.4, 0.3, 0.2, 0.1, 0.0, 0.9]
+_REWARD_T = [0.5, 0.5, 0.5, 0.5, 0.5, 0.3]
 _RECALL_B = [0.2, 0.5, 0.1, 0.3, 0.9, 0.4]
 _RECALL_T = [0.6, 0.5, 0.7, 0.2, 0.9, 0.8]
 
@@ -56,10 +58,9 @@ def test_reward_sentence_states_the_matched_difference_with_ci_p_and_n() -> None
     row = impact.comparisons.set_index("metric").loc["reward"]
     sentence = _sentence(answer, "reward")
     assert "on 6 matched tasks" in sentence
-    assert "mean difference (mcp − baseline) is +0.500" in sentence  # by hand: 3/6
+    assert "mean difference (mcp − baseline) is +0.150" in sentence
     assert f"[{float(row['ci_low']):+.3f}, {float(row['ci_high']):+.3f}]" in sentence
-    # 3 positive deltas, 3 zeros: the exact two-sided Wilcoxon p is 2 * (1/2)**3 = 0.25
-    assert "Wilcoxon p = 0.250" in sentence
+    assert "Wilcoxon p = 0.438" in sentence
     assert f"Holm-adjusted p = {float(row['wilcoxon_p_holm']):.3f}" in sentence
     assert "no difference detected at the 0.05 level" in sentence
     assert answer.loc[answer["topic"] == "reward", "section"].iloc[0] == "Matched comparison"
@@ -70,7 +71,7 @@ def test_too_few_matched_tasks_say_the_data_cannot_answer() -> None:
     answer = answer_table(impact, sections=RUN_SECTIONS)
     sentence = _sentence(answer, "reward")
     assert "the data cannot answer this (2 matched tasks;" in sentence
-    assert "observed mean difference is +0.500" in sentence  # deltas 1 and 0
+    assert "observed mean difference is +0.150" in sentence  # deltas 0.1 and 0.2
     caveats = answer.loc[answer["topic"] == "caveat", "sentence"].tolist()
     assert any("has 2 matched tasks, below the minimum of 3" in c for c in caveats)
 
@@ -363,3 +364,20 @@ def test_the_notebooks_open_with_the_answer_and_have_every_linked_section(notebo
     answer_cell = next(c for c in nb.cells if c.cell_type == "code" and "Answer(" in c.source)
     text = answer_cell.outputs[0]["data"]["text/plain"]
     assert text.startswith("- Reward, ") and "Caveat: correlations are associations" in text
+
+
+def test_tasks_needed_sentence_states_precision_and_planning_from_the_spread() -> None:
+    pingouin = pytest.importorskip("pingouin")
+    impact = analyze_impact(_table(), n_boot=200, min_pairs=3)
+    sentence = _sentence(answer_table(impact, sections=RUN_SECTIONS), "tasks_needed")
+    # deltas 0.1..0.5, -0.6: sd (ddof 1) = sqrt(0.775 / 5) = 0.3937; t(0.975, 5) = 2.5706,
+    # so the half-width is 2.5706 * 0.3937 / sqrt(6) = 0.413
+    assert "the 95% CI of the mean reward difference is ±0.413 on 6 matched tasks" in sentence
+    assert "(sd 0.394)" in sentence
+    sd = math.sqrt(0.775 / 5)
+    needed = [
+        math.ceil(pingouin.power_ttest(d=effect / sd, power=0.8, alpha=0.05, contrast="paired"))
+        for effect in (0.05, 0.10)
+    ]
+    assert f"needs about {needed[0]:,} matched tasks to detect a difference of 0.05" in sentence
+    assert f"and {needed[1]:,} for 0.10" in sentence
