@@ -50,11 +50,14 @@ from retrieval_lib.harness import (
 from retrieval_lib.io import parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
+    LeftOut,
     TaskIndex,
     TrialRef,
     TrialResult,
+    canonical_task_name,
     discover_runs,
     discover_trials,
+    lies_outside,
     read_trial_result,
 )
 from retrieval_lib.traces.atif import parse_atif
@@ -124,6 +127,11 @@ class NormalizeReport:
     failures: list[TrialOutput] = field(default_factory=list)
     #: Documents written per run folder (as given in :attr:`runs`).
     documents_by_run: dict[str, int] = field(default_factory=dict)
+    #: Input entries the folder walks skipped, ``(path, reason)`` sorted by path: a
+    #: symlink loop, a folder that cannot be listed, a trial-level ``result.json`` that
+    #: is not a regular file. Never dropped silently: each is a warning line of the CLI
+    #: and, per run, a row of ``normalize_left_out.json`` (see :data:`LEFT_OUT_FILENAME`).
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, output: TrialOutput, run: str | None = None) -> None:
         """Count one trial's output (``run``: the run folder it belongs to)."""
@@ -149,6 +157,7 @@ class NormalizeReport:
                 )
         self.failures.extend(other.failures)
         self.documents_by_run.update(other.documents_by_run)
+        self.left_out = sorted(dict([*self.left_out, *other.left_out]).items())
 
     @property
     def failed(self) -> int:
@@ -172,6 +181,7 @@ class NormalizeReport:
         return (
             f"normalized {len(self.runs)} run(s), {self.counts_line()}; {self.events} events"
             + (f"; {self.removed_stale} stale document(s) removed" if self.removed_stale else "")
+            + (f"; {len(self.left_out)} input entries left out" if self.left_out else "")
             + f"; {mb:.1f} MB of trace in "
             f"{self.seconds:.2f} s ({rate:.1f} MB/s)"
         )
@@ -477,6 +487,23 @@ def _normalize_star(args: tuple[Any, ...]) -> TrialOutput:
     return _normalize_one(*args)
 
 
+def _read_result(trial: TrialRef) -> TrialResult:
+    """:func:`read_trial_result`, and if it ever raises, a result named after the trial
+    folder that says why: one trial's ``result.json`` never stops the other trials."""
+    try:
+        return read_trial_result(trial.trial_dir)
+    except Exception as exc:  # a defect of ours on a hostile value: contained to this trial
+        name = trial.trial_dir.name
+        task = name.rsplit("__", 1)[0] if "__" in name else name
+        return TrialResult(
+            raw_task_name=task,
+            task_name=canonical_task_name(task),
+            trial_name=name,
+            has_result_json=False,
+            warnings=[f"result.json could not be read ({type(exc).__name__}: {exc})"],
+        )
+
+
 def _plan(
     trials: Sequence[TrialRef],
 ) -> list[tuple[TrialRef, TrialResult, bool, int, str | None]]:
@@ -485,7 +512,7 @@ def _plan(
     Returns ``(trial, result, is_latest, trials_for_pair, file_suffix)`` per trial; the
     suffix is ``None`` for a pair's only trial (its document keeps the plain name).
     """
-    results = [read_trial_result(t.trial_dir) for t in trials]
+    results = [_read_result(t) for t in trials]
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (trial, result) in enumerate(zip(trials, results, strict=True)):
         groups[(trial.config_name, result.task_name)].append(i)
@@ -538,8 +565,35 @@ def normalize_run(
 
 
 def _out_root(run_dir: Path, out: str | Path | None) -> Path:
+    """A run's output folder; refused when a symlink takes it out of the run (or ``out``).
+
+    Raises
+    ------
+    InputError
+        ``<run>/retrieval_events`` (or ``<out>/<run_id>/retrieval_events``, or a folder
+        on the way) is a symlink to a place outside the run folder (or ``out``): writing
+        there, and sweeping stale documents there, would touch files that are not ours.
+    """
     if out is None:
-        return run_dir / EVENTS_DIRNAME
+        root = run_dir / EVENTS_DIRNAME
+        boundary = run_dir
+    else:
+        from retrieval_lib.io import safe_component
+
+        root = Path(out) / safe_component(run_dir.name) / EVENTS_DIRNAME
+        boundary = Path(out)
+    try:
+        outside = lies_outside(root, boundary)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise InputError(f"output folder {root} cannot be checked: {exc}") from None
+    if outside:
+        raise InputError(
+            f"output folder {root} is a symlink to {os.path.realpath(root)}, outside "
+            f"{'the run folder' if out is None else '--out'} {boundary}: refusing to write "
+            "or remove documents through it; remove the link (or use another --out)"
+        )
+    if out is None:
+        return root
     from retrieval_lib.io import safe_join
 
     return safe_join(out, run_dir.name, EVENTS_DIRNAME)
@@ -571,7 +625,8 @@ def normalize_paths(
     start = time.perf_counter()
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"--tasks-root {tasks_root} is not a folder")
-    runs = find_input_runs(paths, out)
+    left_out = LeftOut()
+    runs = find_input_runs(paths, out, left_out)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
 
@@ -580,7 +635,7 @@ def normalize_paths(
         from tqdm import tqdm
 
         bar = tqdm(total=0, unit="trial", file=sys.stderr, leave=False)
-    tracker = _RunTracker(report, bar, on_run_done)
+    tracker = _RunTracker(report, bar, on_run_done, left_out)
     jobs = tracker.jobs(runs, root, out)
     try:
         if map_fn is not None:
@@ -595,6 +650,7 @@ def normalize_paths(
         if bar is not None:
             bar.close()
     report.failures.sort(key=lambda o: o.trial_dir)
+    report.left_out = left_out.entries()
     report.seconds = time.perf_counter() - start
     return report
 
@@ -608,10 +664,12 @@ class _RunTracker:
         report: NormalizeReport,
         bar: Any = None,
         on_run_done: Callable[[str, Path, int], Any] | None = None,
+        left_out: LeftOut | None = None,
     ):
         self.report = report
         self.bar = bar
         self.on_run_done = on_run_done
+        self.left_out = left_out if left_out is not None else LeftOut()
         # per output root (one per run): run folder, trials not back yet, paths written
         self.open: dict[str, tuple[str, list[int], set[str]]] = {}
 
@@ -620,7 +678,7 @@ class _RunTracker:
     ) -> Iterator[tuple[Any, ...]]:
         for run_dir in runs:
             out_root = _out_root(run_dir, out)
-            plan = _plan(discover_trials(run_dir))
+            plan = _plan(discover_trials(run_dir, self.left_out))
             key = str(out_root)
             self.open[key] = (str(run_dir), [len(plan)], set())
             if self.bar is not None:
@@ -646,27 +704,63 @@ class _RunTracker:
     def _close(self, key: str) -> None:
         run, _, written = self.open.pop(key)
         self.report.removed_stale += _remove_stale_documents([Path(key)], written)
+        write_left_out(Path(key), Path(run), self.left_out.entries(under=run))
         if self.on_run_done is not None:
             self.on_run_done(run, Path(key), self.report.documents_by_run.get(run, 0))
 
 
-def find_input_runs(paths: Iterable[str | Path], out: str | Path | None) -> list[Path]:
+def find_input_runs(
+    paths: Iterable[str | Path], out: str | Path | None, left_out: LeftOut | None = None
+) -> list[Path]:
     """The run folders under ``paths``, resolved (so that "." has a name: the run id is the
-    run folder's name).
+    run folder's name). Entries the search skipped are recorded in ``left_out``.
 
     Raises
     ------
     InputError
-        No run folder with trials is found, or (with ``out``) two runs share a run id and
-        would write to the same output folder.
+        No run folder with trials is found (naming the entries left out, if any), (with
+        ``out``) two runs share a run id and would write to the same output folder, or a
+        run's output folder is a symlink that leaves the run (or ``out``).
     """
     paths = list(paths)
-    runs = discover_runs([Path(p).resolve() for p in paths])
+    found = left_out if left_out is not None else LeftOut()
+    runs = discover_runs([Path(p).resolve() for p in paths], found)
     if not runs:
-        raise InputError("no run folders with trials found under " + ", ".join(map(str, paths)))
+        skipped = "".join(f"; left out: {p}: {r}" for p, r in found.entries()[:5])
+        raise InputError(
+            "no run folders with trials found under " + ", ".join(map(str, paths)) + skipped
+        )
     if out is not None:
         _refuse_colliding_run_ids(runs)
+    for run in runs:
+        _out_root(run, out)  # refuses an output folder that a symlink takes elsewhere
     return runs
+
+
+#: Written in a run's output folder when its folder walk skipped entries (see
+#: :attr:`NormalizeReport.left_out`); removed when a later pass skips none.
+LEFT_OUT_FILENAME = "normalize_left_out.json"
+
+
+def write_left_out(out_root: Path, run_dir: Path, entries: Sequence[tuple[str, str]]) -> None:
+    """Record the entries of one run that normalisation left out, paths relative to the run.
+
+    ``<out_root>/normalize_left_out.json`` holds ``{"left_out": [{"path", "reason"}]}``;
+    ``evaluate`` copies it into the run summary (``counts.left_out``). With nothing left
+    out the file is removed, so an old list never outlives its cause.
+    """
+    from retrieval_lib.io import atomic_write_json
+
+    target = out_root / LEFT_OUT_FILENAME
+    if not entries:
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        return
+    rows = [
+        {"path": os.path.relpath(path, run_dir) if path != str(run_dir) else ".", "reason": why}
+        for path, why in entries
+    ]
+    atomic_write_json(target, {"left_out": rows})
 
 
 def _refuse_colliding_run_ids(runs: Sequence[Path]) -> None:
@@ -695,8 +789,8 @@ def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int
     """
     removed = 0
     for root in out_roots:
-        if not root.is_dir():
-            continue
+        if not root.is_dir() or lies_outside(root, root.parent):
+            continue  # never sweep through a link out (find_input_runs refuses those runs)
         for path in root.resolve().rglob("*" + DOCUMENT_SUFFIX):
             if str(path) in written:
                 continue

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import io
+import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -411,7 +412,21 @@ def _events_dir(path: Path) -> Path:
     if not path.is_dir():
         raise InputError(f"not a folder: {path}")
     nested = path / EVENTS_DIRNAME
-    return nested if nested.is_dir() else path
+    if nested.is_dir():
+        _refuse_link_out(nested, path)
+        return nested
+    return path
+
+
+def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
+    """Evaluate writes beside the documents: never through a link that leaves the run."""
+    real_run = os.path.realpath(run_dir)
+    real_events = os.path.realpath(events_dir)
+    if os.path.commonpath([real_run, real_events]) != real_run:
+        raise InputError(
+            f"{events_dir} is a symlink to {os.path.realpath(events_dir)}, outside the run "
+            f"folder {run_dir}: refusing to write the metrics through it; remove the link"
+        )
 
 
 def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
@@ -431,6 +446,7 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
         if not path.is_dir():
             raise InputError(f"not a folder: {path}")
         if (path / EVENTS_DIRNAME).is_dir():
+            _refuse_link_out(path / EVENTS_DIRNAME, path)
             roots.add(path / EVENTS_DIRNAME)
             continue
         if path.resolve().parent.name == EVENTS_DIRNAME:
@@ -438,7 +454,9 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
                 f"{path} is a config folder; pass the events folder above it "
                 "so the run summary covers every config"
             )
-        found = sorted(p for p in path.rglob("*" + EVENTS_SUFFIX) if p.is_file())
+        found = sorted(
+            p for p in path.rglob("*" + EVENTS_SUFFIX) if p.is_symlink() or not p.is_dir()
+        )
         if not found:
             raise InputError(
                 f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {path}; "

@@ -547,6 +547,16 @@ class StudyTables:
     exclusions: pd.DataFrame
 
 
+def _config_folder(config: str) -> str:
+    """The folder :func:`~retrieval_lib.events.document.document_path` wrote a config to."""
+    from retrieval_lib.io import safe_component
+
+    try:
+        return safe_component(config)
+    except RetrievalLibError:
+        return config  # no document can be there: the read fails and is an exclusion
+
+
 def _trial_id(run_id: str, config: str, document: str) -> str:
     return f"{run_id}/{config}/{document.removesuffix(DOCUMENT_SUFFIX)}"
 
@@ -586,7 +596,8 @@ def read_evaluated(
             seen_runs[run_id] = events_dir
         details: list[dict[str, Any]] = []
         for row in table[["run_id", "config_name", "source_document"]].itertuples(index=False):
-            doc_path = events_dir / str(row.config_name) / str(row.source_document)
+            # the config folder is named as the writer names it (a backslash becomes "_")
+            doc_path = events_dir / _config_folder(str(row.config_name)) / str(row.source_document)
             trial_id = _trial_id(str(row.run_id), str(row.config_name), str(row.source_document))
             family = mapping.get(str(row.config_name).lower(), str(row.config_name))
             try:
