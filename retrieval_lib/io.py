@@ -269,7 +269,9 @@ def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -
     Raises
     ------
     NotRegularFileError
-        The path is a FIFO, a device, a socket or a folder (``strerror`` says which).
+        The path is a FIFO, a device or a socket (``strerror`` says which).
+    IsADirectoryError
+        The path is a folder.
     OSError
         Any other reason it cannot be opened (missing, permissions, a symlink loop).
 
@@ -287,6 +289,8 @@ def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -
     fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(mode):
             raise NotRegularFileError(
                 errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path)

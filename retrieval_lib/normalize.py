@@ -21,7 +21,9 @@ Examples
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import time
 from collections import defaultdict
@@ -47,7 +49,7 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
-from retrieval_lib.io import parse_iso_time
+from retrieval_lib.io import file_kind, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     LeftOut,
@@ -187,6 +189,31 @@ class NormalizeReport:
         )
 
 
+def _trace_present(trial_dir: Path, relative: str, reasons: list[str]) -> bool:
+    """Whether ``trial_dir/relative`` is a regular file to parse.
+
+    One that exists but is not (a FIFO, a device, a folder, a symlink loop or to nothing)
+    is named in ``reasons``, never taken for a missing trace in silence.
+    """
+    path = trial_dir / relative
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            reasons.append(f"{relative} is a symlink to nothing; not read")
+        return False
+    except (OSError, ValueError) as exc:
+        why = "a symlink loop" if getattr(exc, "errno", None) == errno.ELOOP else exc
+        reason = why.strerror if isinstance(why, OSError) and why.strerror else why
+        reasons.append(f"{relative} cannot be read ({reason})")
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    if not stat.S_ISDIR(mode):  # a folder named like a trace is no trace; anything else is named
+        reasons.append(f"{relative} is {file_kind(mode)}, not a regular file; not read")
+    return False
+
+
 def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], int]:
     """Parse the trial's traces; return the (merged) trace, coverage facts and bytes read."""
     reasons: list[str] = []
@@ -197,7 +224,9 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
     traj_path = trial_dir / TRAJECTORY_FILE
-    if traj_path.is_file():
+    named: list[str] = []  # trace files there but not regular files
+    traj_present = _trace_present(trial_dir, TRAJECTORY_FILE, named)
+    if traj_present:
         trace_bytes += traj_path.stat().st_size
         try:
             trajectory = parse_atif(traj_path, within=trial_dir)
@@ -210,8 +239,10 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
     transcript_path = next(
-        (trial_dir / c for c in TRANSCRIPT_CANDIDATES if (trial_dir / c).is_file()), None
+        (trial_dir / c for c in TRANSCRIPT_CANDIDATES if _trace_present(trial_dir, c, named)),
+        None,
     )
+    reasons.extend(named)
     if transcript_path is not None:
         trace_bytes += transcript_path.stat().st_size
         rel = transcript_path.relative_to(trial_dir).as_posix()
@@ -226,7 +257,8 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
 
     trace_state = "usable"
     if trajectory is None and transcript is None:
-        trace_state = "unusable" if traj_path.is_file() or transcript_path is not None else "absent"
+        usable_files = traj_present or transcript_path is not None or bool(named)
+        trace_state = "unusable" if usable_files else "absent"
         if trace_state == "unusable":
             reasons.insert(0, "no usable trace")
         else:
@@ -353,7 +385,13 @@ def build_document(
     workspace_repos = gt_repos if len(gt_repos) >= 2 else []
     started = result.agent_execution_started_at or (trace.started_at if trace else None)
     events = (
-        build_events(trace, ground_truth, agent_started_at=started, workspace_repos=workspace_repos)
+        build_events(
+            trace,
+            ground_truth,
+            agent_started_at=started,
+            workspace_repos=workspace_repos,
+            warnings=reasons,
+        )
         if trace is not None
         else []
     )
