@@ -38,6 +38,7 @@ from retrieval_lib.events.build import build_events, summarize_events
 from retrieval_lib.events.document import (
     DOCUMENT_SUFFIX,
     EVENTS_DIRNAME,
+    LEFT_OUT_FILENAME,
     METRICS_SUFFIX,
     document_path,
     write_document,
@@ -775,9 +776,6 @@ def find_input_runs(
     return runs
 
 
-#: Written in a run's output folder when its folder walk skipped entries (see
-#: :attr:`NormalizeReport.left_out`); removed when a later pass skips none.
-LEFT_OUT_FILENAME = "normalize_left_out.json"
 
 
 def write_left_out(out_root: Path, run_dir: Path, entries: Sequence[tuple[str, str]]) -> None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DOCUMENT_SUFFIX",
     "EVENTS_DIRNAME",
+    "LEFT_OUT_FILENAME",
     "METRICS_SUFFIX",
     "SUPPORTED_MAJOR",
     "document_filename",
@@ -159,6 +160,10 @@ def minimal_document(*, run_id: str, task_name: str, config_name: str) -> dict[s
         "events": [],
     }
 
+
+#: Written by ``normalize`` in an events folder when it skipped input entries of the run
+#: (``{"left_out": [{"path", "reason"}]}``); ``evaluate`` copies it into the run summary.
+LEFT_OUT_FILENAME = "normalize_left_out.json"
 
 #: Longest file-name stem in bytes: with the suffixes it stays under the usual 255.
 MAX_STEM_BYTES = 200

@@ -30,7 +30,7 @@ import numpy as np
 
 from retrieval_lib import __version__
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
-from retrieval_lib.events.document import EVENTS_DIRNAME
+from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
 from retrieval_lib.io import atomic_write_bytes, atomic_write_text, dumps_json, load_package_json
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
@@ -619,6 +619,34 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     return write_run_outputs(events_dir, doc_paths, outcomes, started=started)
 
 
+def read_left_out(events_dir: Path) -> list[dict[str, str]]:
+    """The entries normalisation left out of this run (``[]`` when none were).
+
+    Read from ``normalize_left_out.json`` and copied into the run summary as
+    ``counts.left_out`` so that every report built on the summary can list them. A file
+    that cannot be read is itself reported as a row.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> read_left_out(Path(tempfile.mkdtemp()))
+    []
+    """
+    import json
+
+    from retrieval_lib.io import read_regular_bytes
+
+    path = events_dir / LEFT_OUT_FILENAME
+    if not os.path.lexists(path):
+        return []
+    try:
+        data = json.loads(read_regular_bytes(path))
+        rows = data["left_out"]
+        return [{"path": str(row["path"]), "reason": str(row["reason"])} for row in rows]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [{"path": LEFT_OUT_FILENAME, "reason": f"cannot be read ({exc})"}]
+
+
 def write_run_outputs(
     events_dir: Path,
     doc_paths: Sequence[Path],
@@ -654,6 +682,9 @@ def write_run_outputs(
         }
         for p, message in failures
     ]
+    left_out = read_left_out(events_dir)
+    if left_out:
+        summary["counts"]["left_out"] = left_out
     summary_path = atomic_write_text(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
