@@ -776,8 +776,6 @@ def find_input_runs(
     return runs
 
 
-
-
 def write_left_out(out_root: Path, run_dir: Path, entries: Sequence[tuple[str, str]]) -> None:
     """Record the entries of one run that normalisation left out, paths relative to the run.
 

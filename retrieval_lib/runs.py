@@ -172,9 +172,12 @@ def _subdirs(path: Path, left_out: LeftOut | None = None) -> list[os.DirEntry[st
                 try:
                     if entry.is_dir(follow_symlinks=True):
                         found.append(entry)
-                    elif entry.is_symlink() and not os.path.exists(entry.path):
-                        if left_out is not None:
-                            left_out.add(entry.path, _dangling_reason(entry.path))
+                    elif (
+                        left_out is not None
+                        and entry.is_symlink()
+                        and not os.path.exists(entry.path)
+                    ):
+                        left_out.add(entry.path, _dangling_reason(entry.path))
                 except OSError as exc:
                     if left_out is not None:
                         left_out.add(entry.path, _os_reason(exc))

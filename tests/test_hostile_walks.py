@@ -205,7 +205,9 @@ def test_an_unreadable_run_folder_is_named_for_real(tmp_path: Path) -> None:
     assert code == 1
 
 
-def test_an_unreadable_trial_folder_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_trial_folder_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = tmp_path / "r1"
     _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
     locked = _trial(run, "baseline", "t-002__bbbbbbb", "t-002")
@@ -282,9 +284,7 @@ def test_a_fifo_named_result_json_does_not_hang_normalize(tmp_path: Path) -> Non
 
 def test_fifo_traces_and_reward_are_named_not_waited_on(tmp_path: Path) -> None:
     run = tmp_path / "r1"
-    trial = _trial(
-        run, "baseline", "t-001__aaaaaaa", "t-001", result={"task_name": "t-001"}
-    )
+    trial = _trial(run, "baseline", "t-001__aaaaaaa", "t-001", result={"task_name": "t-001"})
     os.mkfifo(trial / "agent" / "trajectory.json")
     os.mkfifo(trial / "agent" / "claude-code.txt")
     (trial / "verifier").mkdir()
