@@ -460,3 +460,31 @@ def test_a_document_that_is_not_a_regular_file_is_named_by_evaluate(
     assert [d["document"] for d in summary["counts"]["invalid_documents"]] == [
         "baseline/odd.retrieval_events.json"
     ]
+
+
+def test_the_study_names_an_unreadable_run_and_a_loop_inside_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval_lib.study.core import load
+
+    runs, locked = _two_runs(tmp_path)
+    loop = runs / "good" / "baseline" / "aaa-loop"
+    loop.symlink_to("aaa-loop")
+    _deny_listing(monkeypatch, locked)
+    lines: list[str] = []
+    study = load([runs], None, out=tmp_path / "out", workers=1, log=lines.append)
+    assert f"left out: {locked}: cannot be listed (Permission denied)" in lines
+    assert f"left out: {loop}: a symlink loop" in lines
+    rows = study.exclusions.to_dict("records")
+    assert {
+        "run_id": None,
+        "trial_id": str(locked),
+        "stage": "discover",
+        "reason": "cannot be listed (Permission denied)",
+    } in rows
+    assert {
+        "run_id": "good",
+        "trial_id": "good/baseline/aaa-loop",
+        "stage": "discover",
+        "reason": "left out by normalize: a symlink loop",
+    } in rows
