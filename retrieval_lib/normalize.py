@@ -8,8 +8,10 @@ parsing in :mod:`retrieval_lib.traces`, event extraction in
 
 Output goes to ``<run>/retrieval_events/<config>/<task>.retrieval_events.json`` or,
 with ``out``, to ``<out>/<run_id>/retrieval_events/<config>/...`` (the same layout, so
-``retrieval-lib evaluate <out>/<run_id>`` works alike). Nothing else is written;
-input artifacts are never modified.
+``retrieval-lib evaluate <out>/<run_id>`` works alike), plus
+``normalize_left_out.json`` there when the walk skipped input entries of the run
+(:func:`write_left_out`). Nothing else is written; input artifacts are never modified,
+and no output goes through a symlink that leaves the run (or ``out``).
 
 Examples
 --------

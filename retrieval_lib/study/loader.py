@@ -368,8 +368,8 @@ def prepare_runs(
             prepared.events_dirs.append(events_dir)
     prepared.events_dirs = sorted(set(prepared.events_dirs))
     prepared.left_out = left_out.entries()
-    for path, reason in prepared.left_out:
-        say(f"left out: {path}: {reason}")
+    for line in left_out.lines():
+        say(line)
     if not prepared.events_dirs:
         raise InputError("no evaluated run to study under " + ", ".join(map(str, paths)))
     return prepared
