@@ -670,6 +670,12 @@ def normalize_paths(
     runs = find_input_runs(paths, out, left_out)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
+    if root is not None and map_fn is None:
+        # the index the trials use (built once here; pool workers inherit it): a suite or
+        # task folder it had to skip is named with the run's own entries
+        index = _task_index(root)
+        if index is not None:
+            left_out.update(index.left_out.entries())
 
     bar = None
     if progress:

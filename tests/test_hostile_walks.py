@@ -488,3 +488,14 @@ def test_the_study_names_an_unreadable_run_and_a_loop_inside_a_run(
         "stage": "discover",
         "reason": "left out by normalize: a symlink loop",
     } in rows
+
+
+def test_a_symlink_loop_in_a_suite_folder_hides_no_task(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    _task(tasks, "t-001")
+    (tasks / "suite" / "aaa-loop").symlink_to("aaa-loop")  # sorted before the task
+    _trial(tmp_path / "r1", "baseline", "t-001__aaaaaaa", "t-001")
+    report = normalize_paths([tmp_path / "r1"], tasks, out=tmp_path / "out")
+    doc = load_document(find_documents([tmp_path / "out"])[0])
+    assert doc["ground_truth"]["files"] == ["b.py"]
+    assert report.left_out == [(str(tasks.resolve() / "suite" / "aaa-loop"), "a symlink loop")]
