@@ -499,3 +499,23 @@ def test_a_symlink_loop_in_a_suite_folder_hides_no_task(tmp_path: Path) -> None:
     doc = load_document(find_documents([tmp_path / "out"])[0])
     assert doc["ground_truth"]["files"] == ["b.py"]
     assert report.left_out == [(str(tasks.resolve() / "suite" / "aaa-loop"), "a symlink loop")]
+
+
+def test_evaluate_over_a_folder_of_runs_names_one_it_cannot_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs, locked = _two_runs(tmp_path)
+    normalize_paths([runs], None)
+    denied = locked / "retrieval_events"
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.fspath(path) == os.fspath(denied):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # os.walk lists folders with os.scandir
+    code, out, err = _cli("evaluate", str(runs))
+    assert f"left out: {denied}: cannot be listed (Permission denied)" in err
+    assert str(runs / "good" / "retrieval_events") in out
+    assert code == 1

@@ -429,11 +429,34 @@ def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
         )
 
 
-def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
+def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
+    """Every entry named like a document below ``path`` (not a folder), symlinked folders
+    not followed; a folder that cannot be listed, and a ``retrieval_events`` folder that
+    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``)."""
+    found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        if left_out is not None:
+            left_out.add(exc.filename or str(path), f"cannot be listed ({exc.strerror or exc})")
+
+    for folder, dirnames, filenames in os.walk(path, onerror=unreadable):
+        base = Path(folder)
+        for name in dirnames:
+            if name == EVENTS_DIRNAME and left_out is not None and (base / name).is_symlink():
+                left_out.add(str(base / name), "a symlink; not followed")
+            if name.endswith(EVENTS_SUFFIX) and (base / name).is_symlink():
+                found.append(base / name)  # a link to a folder: named when loaded
+        found.extend(base / name for name in filenames if name.endswith(EVENTS_SUFFIX))
+    return sorted(found)
+
+
+def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list[Path]:
     """Events folders below ``paths``: a run folder, an events folder or a folder of runs.
 
     An events folder holds ``<config>/<task>.retrieval_events.json`` (or the documents
-    directly); a run folder holds an ``retrieval_events/`` events folder.
+    directly); a run folder holds an ``retrieval_events/`` events folder. Searching a
+    folder of runs, a sub-folder that cannot be listed is recorded in ``left_out`` (a
+    :class:`~retrieval_lib.runs.LeftOut`), never skipped unseen.
 
     Raises
     ------
@@ -454,9 +477,7 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
                 f"{path} is a config folder; pass the events folder above it "
                 "so the run summary covers every config"
             )
-        found = sorted(
-            p for p in path.rglob("*" + EVENTS_SUFFIX) if p.is_symlink() or not p.is_dir()
-        )
+        found = _walk_documents(path, left_out)
         if not found:
             raise InputError(
                 f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {path}; "
