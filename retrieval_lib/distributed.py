@@ -288,33 +288,11 @@ def dask_mapper(spec: DaskSpec, *, progress: bool = False) -> Iterator[DaskMappe
 
 
 def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
-    """Delete the temporary files (``.<name>.<random>.tmp``) that a worker killed in the
-    middle of an atomic write left behind under ``roots``; return how many.
+    """Delete the temporary files a writer killed in the middle of an atomic write left
+    under ``roots`` (:func:`retrieval_lib.completion.remove_orphaned_temporaries`)."""
+    from retrieval_lib.completion import remove_orphaned_temporaries as remove
 
-    Those of documents, metrics files, and of a run's summary, table and dataset files
-    (which the last task of a run's evaluation writes) are removed; others are kept.
-    Call only when no writer is active under ``roots`` (after the run).
-    """
-    from retrieval_lib.events.document import DOCUMENT_SUFFIX, METRICS_SUFFIX
-    from retrieval_lib.metrics.summary import DATASET_DIRNAME, SUMMARY_FILENAME, TABLE_BASENAME
-
-    run_files = {SUMMARY_FILENAME, f"{TABLE_BASENAME}.parquet", f"{TABLE_BASENAME}.csv"}
-    removed = 0
-    for root in roots:
-        base = Path(root)
-        if not base.is_dir():
-            continue
-        for path in base.rglob(".*.tmp"):
-            name = path.name[1:].rsplit(".", 2)[0]
-            ours = (
-                name.endswith((DOCUMENT_SUFFIX, METRICS_SUFFIX))
-                or name in run_files
-                or (path.parent.name == DATASET_DIRNAME and name.endswith(".parquet"))
-            )
-            if ours and path.is_file():
-                path.unlink(missing_ok=True)
-                removed += 1
-    return removed
+    return remove(roots)
 
 
 def _task_failure(exc: BaseException) -> str:
@@ -599,12 +577,14 @@ def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> 
 def _run_documents(path: str | Path) -> tuple[Path, list[Path]]:
     """The absolute events folder of ``path`` and its documents (workers may run in
     another working directory)."""
+    from retrieval_lib.completion import begin_evaluate
     from retrieval_lib.errors import InputError
     from retrieval_lib.events.document import find_documents
     from retrieval_lib.metrics.stages import EVENTS_SUFFIX
     from retrieval_lib.metrics.summary import _events_dir
 
     events_dir = _events_dir(Path(path)).resolve()
+    begin_evaluate(events_dir)  # refuses an incomplete normalisation
     doc_paths = find_documents([events_dir])
     if not doc_paths:
         raise InputError(

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib import EVENTS_SCHEMA_VERSION, __version__
+from retrieval_lib.completion import begin_normalize, finish_normalize
 from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.events.build import build_events, summarize_events
 from retrieval_lib.events.document import (
@@ -727,6 +728,8 @@ class _RunTracker:
             out_root = _out_root(run_dir, out)
             plan = _plan(discover_trials(run_dir, self.left_out))
             key = str(out_root)
+            # before any document is written: the run is incomplete until _close
+            begin_normalize(out_root, run=run_dir, tasks_root=tasks_root)
             self.open[key] = (str(run_dir), [len(plan)], set())
             if self.bar is not None:
                 self.bar.total += len(plan)
@@ -752,6 +755,14 @@ class _RunTracker:
         run, _, written = self.open.pop(key)
         self.report.removed_stale += _remove_stale_documents([Path(key)], written)
         write_left_out(Path(key), Path(run), self.left_out.entries(under=run))
+        run_path = Path(run).resolve()
+        failed = [
+            {"trial": os.path.relpath(o.trial_dir, run_path), "error": o.error}
+            for o in self.report.failures
+            if Path(o.trial_dir).resolve().is_relative_to(run_path)
+        ]
+        # last: the record says the run's documents are complete, and which they are
+        finish_normalize(Path(key), written, failed_trials=failed)
         if self.on_run_done is not None:
             self.on_run_done(run, Path(key), self.report.documents_by_run.get(run, 0))
 

@@ -444,6 +444,9 @@ def test_a_document_that_is_not_a_regular_file_is_named_by_evaluate(
     run = tmp_path / "r1"
     _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
     normalize_paths([run], None)
+    # documents without a completion record (made by hand or by older code) are read as
+    # they are: every entry named like a document is evaluated or named
+    (run / "retrieval_events" / "completion_record.json").unlink()
     odd = run / "retrieval_events" / "baseline" / "odd.retrieval_events.json"
     if kind == "dev-zero":
         odd.symlink_to("/dev/zero")
@@ -460,6 +463,20 @@ def test_a_document_that_is_not_a_regular_file_is_named_by_evaluate(
     assert [d["document"] for d in summary["counts"]["invalid_documents"]] == [
         "baseline/odd.retrieval_events.json"
     ]
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "dangling"])
+def test_a_document_link_beside_a_completion_record_is_named_by_evaluate(
+    tmp_path: Path, kind: str
+) -> None:
+    run = tmp_path / "r1"
+    _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
+    normalize_paths([run], None)
+    odd = run / "retrieval_events" / "baseline" / "odd.retrieval_events.json"
+    odd.symlink_to("/dev/zero" if kind == "dev-zero" else str(tmp_path / "nowhere"))
+    code, _, err = _cli("evaluate", str(run))
+    assert code == 1
+    assert "document baseline/odd.retrieval_events.json is not in its completion record" in err
 
 
 def test_the_study_names_an_unreadable_run_and_a_loop_inside_a_run(

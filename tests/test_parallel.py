@@ -55,3 +55,63 @@ def test_jobs_are_drawn_only_as_the_window_frees() -> None:
 def test_an_exception_in_the_pool_ends_the_iteration() -> None:
     with pytest.raises(ValueError, match="three"):
         list(imap_unordered(_fail_on_three, range(8), workers=2, chunksize=1))
+
+
+#: A driver that starts a pool of two workers, prints their pids and dies without any
+#: cleanup (``os._exit``, like ``kill -9``: no atexit, no pool shutdown). ``{option}``:
+#: the prctl option the workers set (0, an invalid one, leaves only the watchdog).
+_ORPHANING_DRIVER = """
+import os, sys, time
+import retrieval_lib.parallel
+retrieval_lib.parallel._PR_SET_PDEATHSIG = {option}
+from retrieval_lib.parallel import process_pool
+
+def pid_after(delay):
+    time.sleep(delay)
+    return os.getpid()
+
+pool = process_pool(2)
+futures = [pool.submit(pid_after, 0.5) for _ in range(4)]
+print(" ".join(str(p) for p in sorted({{f.result() for f in futures}})), flush=True)
+pool.submit(time.sleep, 600)
+pool.submit(time.sleep, 600)
+time.sleep(0.3)
+os._exit(0)
+"""
+
+
+def _running(pid: int) -> bool:
+
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("option", [1, 0], ids=["pdeathsig", "watchdog"])
+def test_pool_workers_end_with_their_driver(option: int) -> None:
+    """Item 15: a driver that dies without shutting its pool down leaves no worker."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    result = subprocess.run(
+        [sys.executable, "-c", _ORPHANING_DRIVER.format(option=option)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    pids = [int(p) for p in result.stdout.split()]
+    assert len(pids) == 2, result.stderr
+    deadline = time.monotonic() + 5
+    while any(_running(p) for p in pids):
+        if time.monotonic() > deadline:
+            for pid in pids:
+                if _running(pid):
+                    os.kill(pid, signal.SIGKILL)
+            pytest.fail(f"workers {pids} outlived their driver by 5 s")
+        time.sleep(0.05)

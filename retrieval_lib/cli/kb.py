@@ -167,6 +167,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
             chunker_version=args.chunker_version,
             config_path=args.config,
             suite=args.suite,
+            resume=True,  # a run stored by an ingest killed before its aggregate
         )
         aggregate = compute_aggregate(store, summary.run_id)
         store_aggregate(store, summary.run_id, aggregate)
@@ -174,6 +175,11 @@ def _run_ingest(args: argparse.Namespace) -> int:
         payload = {"ingest": summary.to_dict(), "aggregate": aggregate.to_dict()}
         sys.stdout.write(dumps_json(payload, ndigits=STORAGE_DIGITS))
         return 0
+    if summary.resumed:
+        print(
+            f"run {summary.run_id!r} was already stored by an earlier ingest of the same "
+            "results that stopped before its aggregate; the aggregate is now complete"
+        )
     print(
         f"ingested run {summary.run_id!r} into {args.db}: {summary.results} results, "
         f"{summary.chunks} chunks, {summary.missing_queries} of {summary.golden_queries} "

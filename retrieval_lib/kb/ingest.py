@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,7 @@ __all__ = [
     "parse_chunk",
     "read_chunk_inventory",
     "default_run_id",
+    "check_run_id",
 ]
 
 _BATCH = 2000
@@ -77,6 +79,9 @@ class IngestSummary:
     missing_queries: int
     results_sha256: str
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: The run was already stored by an ingest that stopped before its aggregate; nothing
+    #: was written now (the caller computes the aggregate).
+    resumed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -336,6 +341,37 @@ def default_run_id(results_path: str | Path, results_sha256: str) -> str:
     return f"{Path(results_path).stem}-{results_sha256[:12]}"
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a usable run id, else :class:`IngestError` saying why.
+
+    A run id is named on command lines, in logs and in reports: it must not be empty or only
+    spaces, nor hold a control character (a newline, an escape, a NUL), which no terminal or
+    report could show as the id. Any other text is allowed; reports show it as text
+    (:mod:`retrieval_lib.safe_text`), never as markup.
+
+    Examples
+    --------
+    >>> check_run_id("bm25 <v2>")
+    'bm25 <v2>'
+    >>> check_run_id("a\\nb")
+    Traceback (most recent call last):
+    ...
+    retrieval_lib.kb.exceptions.IngestError: run id 'a\\nb' holds a control character (U+000A); choose a --run-id without one
+    """
+    if not run_id.strip():
+        raise IngestError("run id must not be empty")
+    bad = _CONTROL.search(run_id)
+    if bad:
+        raise IngestError(
+            f"run id {run_id!r} holds a control character (U+{ord(bad.group()):04X}); "
+            "choose a --run-id without one"
+        )
+    return run_id
+
+
 def _read_config(path: Path) -> dict[str, Any]:
     try:
         config = orjson.loads(path.read_bytes())
@@ -378,6 +414,51 @@ def _snapshot_golden(
     return snapshot, warnings
 
 
+def _stored_without_aggregate(
+    store: KBStore,
+    run_id: str,
+    results_sha: str,
+    golden_sha: str | None,
+    golden_queries: int,
+    *,
+    resume: bool,
+) -> IngestSummary | None:
+    """A run an earlier ingest stored but did not aggregate (killed between its commit and
+    the aggregate): with ``resume``, its summary when the same results and golden set are
+    ingested again, so the caller completes the aggregate. ``None`` when the run is
+    aggregated.
+
+    Raises
+    ------
+    RunExistsError
+        The run has no aggregate but other inputs (or ``resume`` is off): the message
+        names the command that completes it (``retrieval-lib kb aggregate RUN --db DB``).
+    """
+    record = store.get_run(run_id)
+    if record.aggregate is not None:
+        return None
+    ingest = dict(record.ingest or {})
+    same = ingest.get("results_sha256") == results_sha and ingest.get("golden_sha256") == golden_sha
+    if not (resume and same):
+        raise RunExistsError(
+            f"run {run_id!r} already exists in {store.path}"
+            + ("" if same else " (from other results or another golden set)")
+            + " and has no aggregate: an earlier ingest stopped before it; "
+            f"`retrieval-lib kb aggregate {run_id} --db {store.path}` completes that run, "
+            "or choose another --run-id"
+        )
+    return IngestSummary(
+        run_id=run_id,
+        results=int(ingest.get("results") or 0),
+        chunks=int(ingest.get("chunks") or 0),
+        golden_queries=golden_queries,
+        missing_queries=int(ingest.get("missing_query_count") or 0),
+        results_sha256=results_sha,
+        warnings=tuple(ingest.get("warnings") or ()),
+        resumed=True,
+    )
+
+
 def ingest_run(
     store: KBStore,
     results_path: str | Path,
@@ -389,6 +470,7 @@ def ingest_run(
     config_path: str | Path | None = None,
     suite: str | None = None,
     progress: Callable[[int], None] | None = None,
+    resume: bool = False,
 ) -> IngestSummary:
     """Ingest a run in one transaction; see the module docstring for the formats.
 
@@ -400,7 +482,12 @@ def ingest_run(
         The run's results JSONL, the golden YAML (snapshotted into the run), the chunk
         inventory JSONL and a JSON config (snapshotted as ``config_snapshot_json``).
     run_id
-        Defaults to :func:`default_run_id`; an existing id is an error.
+        Defaults to :func:`default_run_id`; an existing id is an error (for a run
+        without aggregate, the message names ``retrieval-lib kb aggregate``).
+    resume
+        A run stored by an earlier ingest of the same results and golden set that stopped
+        before its aggregate is not an error: its summary is returned with ``resumed`` set
+        (nothing is written), and the caller completes the aggregate (``kb ingest`` does).
     chunker_version
         Stored as is; compare uses it to choose exact or fallback matching.
     suite
@@ -424,6 +511,8 @@ def ingest_run(
     ...     ingest_run(store, d / "r.jsonl", d / "g.yaml", run_id="r1").results
     1
     """
+    if run_id:
+        check_run_id(run_id)
     results_file = Path(results_path)
     golden = load_golden(golden_path)
     inventory = read_chunk_inventory(chunks_path) if chunks_path is not None else None
@@ -433,6 +522,11 @@ def ingest_run(
     if not run_id.strip():
         raise IngestError("run id must not be empty")
     if store.has_run(run_id):
+        resumed = _stored_without_aggregate(
+            store, run_id, results_sha, golden.sha256, len(golden), resume=resume
+        )
+        if resumed is not None:
+            return resumed
         raise RunExistsError(
             f"run {run_id!r} already exists in {store.path}; runs are immutable, "
             "choose another --run-id or delete the old run"

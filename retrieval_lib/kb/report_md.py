@@ -1,7 +1,8 @@
 """Render a :class:`~retrieval_lib.kb.compare.CompareReport` as one Markdown page.
 
 For people, not machines (use ``CompareReport.to_json`` for that). Numbers are shown with
-4 decimals, missing values as ``null``.
+4 decimals, missing values as ``null``. Run ids, chunker versions, query ids and notes come
+from the inputs: they are shown as text (:mod:`retrieval_lib.safe_text`), never as Markdown.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from retrieval_lib.kb.compare import CompareReport, ComparisonKind
 from retrieval_lib.kb.definitions import MATCH_FALLBACK
+from retrieval_lib.safe_text import markdown_code, markdown_text
 
 __all__ = ["render_report_md", "format_value"]
 
@@ -33,7 +35,8 @@ def format_value(value: Any, *, signed: bool = False) -> str:
 
 
 def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell: text, never Markdown (``|`` and line breaks included)."""
+    return markdown_text(text)
 
 
 _KIND_DEFINITIONS = (
@@ -66,15 +69,16 @@ def render_report_md(report: CompareReport) -> str:
     True
     """
     deltas = report.deltas
+    run_a, run_b = markdown_code(report.run_a), markdown_code(report.run_b)
     lines = [
-        f"# Knowledge-base comparison: `{report.run_a}` vs `{report.run_b}`",
+        f"# Knowledge-base comparison: {run_a} vs {run_b}",
         "",
-        f"- Run A (baseline): `{report.run_a}`, chunker version "
-        f"`{format_value(deltas.get('chunker_version_a'))}`, "
+        f"- Run A (baseline): {run_a}, chunker version "
+        f"{markdown_code(format_value(deltas.get('chunker_version_a')))}, "
         f"{report.aggregate_a.total_queries} queries, "
         f"{report.aggregate_a.failed_queries} failed",
-        f"- Run B (candidate): `{report.run_b}`, chunker version "
-        f"`{format_value(deltas.get('chunker_version_b'))}`, "
+        f"- Run B (candidate): {run_b}, chunker version "
+        f"{markdown_code(format_value(deltas.get('chunker_version_b')))}, "
         f"{report.aggregate_b.total_queries} queries, "
         f"{report.aggregate_b.failed_queries} failed",
         f"- Chunk matching: **{report.chunker_version_match}**",

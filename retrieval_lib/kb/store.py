@@ -234,6 +234,10 @@ class KBStore:
         self.path = Path(path)
         if not create and not self.path.is_file():
             raise KBError(f"knowledge-base store {self.path} does not exist")
+        # A file that is there is looked at read-only first: a foreign or newer database
+        # is refused with its bytes untouched (opening it to write would switch it to WAL).
+        if self.path.exists():
+            _probe(self.path, create=create)
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -587,6 +591,74 @@ class KBStore:
             "SELECT COUNT(*) FROM eval_chunks WHERE run_id = ?", (run_id,)
         ).fetchone()[0]
         return {"results": int(results), "chunks": int(chunks)}
+
+
+#: The first 16 bytes of every SQLite 3 database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _probe(path: Path, *, create: bool) -> None:
+    """Refuse, without writing a byte, a file that is not a kb store this package reads.
+
+    The file is opened read-only (``file:...?mode=ro``); an empty (0-byte) file is a new
+    store only for a command that creates one (``create``: ``kb ingest``), any other
+    command refuses it, so ``kb runs`` never writes a schema into it.
+
+    Raises
+    ------
+    KBError
+        The path is not a regular file or is empty (without ``create``).
+    StoreSchemaError
+        Not an SQLite database, a database without the kb schema, or a newer schema.
+    """
+    if not path.is_file():
+        raise KBError(f"knowledge-base store {path} is not a regular file")
+    size = path.stat().st_size
+    if size == 0:
+        if create:
+            return
+        raise KBError(
+            f"knowledge-base store {path} is an empty file, not a store; only "
+            "`retrieval-lib kb ingest` makes a new store (in a missing or empty file)"
+        )
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise KBError(f"cannot read knowledge-base store {path}: {exc}") from exc
+    if header != _SQLITE_HEADER:
+        raise StoreSchemaError(
+            f"cannot open {path} as an SQLite database: file is not a database "
+            "(its header differs; left unchanged)"
+        )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreSchemaError(f"cannot open {path} as an SQLite database: {exc}") from exc
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    except sqlite3.Error as exc:
+        raise StoreSchemaError(f"{path} is not a readable SQLite database: {exc}") from exc
+    finally:
+        conn.close()
+    if version > SCHEMA_VERSION:
+        raise StoreSchemaError(
+            f"{path} has schema version {version}; this retrieval_lib reads up to "
+            f"{SCHEMA_VERSION}: upgrade retrieval_lib"
+        )
+    if version == 0 and tables - {"schema_migrations"}:
+        raise StoreSchemaError(
+            f"{path} holds tables {sorted(tables)} but no knowledge-base schema "
+            "version: not a retrieval_lib kb store (left unchanged)"
+        )
+    if version == 0 and not create:
+        raise KBError(
+            f"{path} is an SQLite database without a knowledge-base schema; only "
+            "`retrieval-lib kb ingest` makes a new store"
+        )
 
 
 def open_store(path: str | Path, *, create: bool = True) -> KBStore:

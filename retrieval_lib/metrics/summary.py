@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retrieval_lib import __version__
+from retrieval_lib.completion import finish_evaluate
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
 from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
 from retrieval_lib.io import atomic_write_bytes, atomic_write_text, dumps_json, load_package_json
@@ -563,13 +564,15 @@ def evaluate_document_files(
     ]
 
 
-def _write_table(frame: pd.DataFrame, events_dir: Path) -> Path:
+def _write_table(frame: pd.DataFrame, events_dir: Path) -> tuple[Path, list[Path]]:
+    """Write the table (Parquet, else CSV); return it and the dataset files written."""
     if importlib.util.find_spec("pyarrow") is not None:
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
-        _write_dataset(frame, events_dir)
-        return atomic_write_bytes(events_dir / f"{TABLE_BASENAME}.parquet", buffer.getvalue())
-    return atomic_write_text(events_dir / f"{TABLE_BASENAME}.csv", frame.to_csv(index=False))
+        dataset = _write_dataset(frame, events_dir)
+        table = atomic_write_bytes(events_dir / f"{TABLE_BASENAME}.parquet", buffer.getvalue())
+        return table, dataset
+    return atomic_write_text(events_dir / f"{TABLE_BASENAME}.csv", frame.to_csv(index=False)), []
 
 
 #: Folder of the run's part of the partitioned metrics dataset (one file per config).
@@ -626,11 +629,14 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     >>> result.documents, result.computable, result.summary_path.name
     (1, 0, 'run_retrieval_summary.json')
     """
+    from retrieval_lib.completion import begin_evaluate
     from retrieval_lib.events.document import find_documents
 
     started = time.perf_counter()
     ks = normalize_k(k)
     events_dir = _events_dir(Path(path))
+    # refuses an incomplete normalisation; marks the evaluation incomplete until the end
+    begin_evaluate(events_dir)
     doc_paths = find_documents([events_dir])
     if not doc_paths:
         raise InputError(
@@ -709,7 +715,14 @@ def write_run_outputs(
     summary_path = atomic_write_text(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
-    table_path = _write_table(metrics_table(records), events_dir)
+    table_path, dataset = _write_table(metrics_table(records), events_dir)
+    # last: the completion record names every file this evaluation wrote
+    finish_evaluate(
+        events_dir,
+        metrics_paths,
+        [summary_path, table_path, *dataset],
+        k=_common_k(records),
+    )
     return EvaluateResult(
         events_dir=events_dir,
         records=records,

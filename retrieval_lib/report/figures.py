@@ -7,6 +7,10 @@ why). :func:`png` renders a figure to PNG bytes with ``bbox_inches="tight"`` so 
 cut off, and closes it; :func:`show` wraps those bytes for display in a notebook. Figures
 are never SVG: SVG output differs from run to run and is compared as text by nbval.
 
+Names from inputs (configs, tasks, tools) are labels, never math text: :func:`png` draws with
+matplotlib's math text off (``$^^$`` in a config name would otherwise fail the figure), and
+:func:`setup` / :func:`names_as_text` turn it off for figures a notebook draws itself.
+
 matplotlib and seaborn are imported inside the functions, so importing this module is
 cheap.
 
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.table_view import label as display_label
+from retrieval_lib.safe_text import markdown_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -42,6 +46,7 @@ __all__ = [
     "plot_scatter_pairs",
     "plot_taxonomy",
     "plot_wins_losses",
+    "names_as_text",
     "png",
     "setup",
     "show",
@@ -76,26 +81,62 @@ def setup() -> None:
             "svg.hashsalt": "retrieval_lib",
         }
     )
+    names_as_text()
+
+
+def names_as_text() -> None:
+    """Turn matplotlib's math text off for every later label (``text.parse_math``).
+
+    A label built from an input name (a config ``cfg $^^$``, a tool ``$_{$``) is then drawn
+    as it is instead of failing as a math expression; see :mod:`retrieval_lib.safe_text`.
+    """
+    import matplotlib
+
+    matplotlib.rcParams["text.parse_math"] = False
 
 
 def png(fig: Figure) -> bytes:
-    """Render ``fig`` to PNG bytes (tight bounding box) and close it."""
+    """Render ``fig`` to PNG bytes (tight bounding box) and close it.
+
+    Every text of the figure is drawn as plain text (math text off, also for the tick labels
+    created while drawing), so a ``$`` in a name never makes the figure fail.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.set_title("config $^^$"), ax.set_xticks([0], ["tool $_{$"])
+    >>> png(fig)[:4] == b"\\x89PNG"
+    True
+    """
     import io
 
+    import matplotlib
     import matplotlib.pyplot as plt
+    from matplotlib.text import Text
 
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
+    try:
+        with matplotlib.rc_context({"text.parse_math": False}):
+            fig.savefig(
+                buffer, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None}
+            )
+    finally:
+        plt.close(fig)
     return buffer.getvalue()
 
 
 def show(fig: Figure | None, note: str = "nothing to plot") -> Any:
-    """A displayable PNG image of ``fig``, or ``note`` as text when ``fig`` is None."""
+    """A displayable PNG image of ``fig``, or ``note`` as text when ``fig`` is None.
+
+    ``note`` may hold names (a metric, a config): it is shown as text, never as Markdown.
+    """
     from IPython.display import Image, Markdown
 
     if fig is None:
-        return Markdown(f"*{note}*")
+        return Markdown(f"*{markdown_text(note)}*")
     return Image(data=png(fig), format="png")
 
 
@@ -337,9 +378,7 @@ def plot_correlation_heatmap(
         )
         ax.set_facecolor("#dddddd")
         ax.set_title(group)
-        ax.set_xticklabels(
-            [display_label(t.get_text()) for t in ax.get_xticklabels()], rotation=30, ha="right"
-        )
+        ax.set_xticklabels([t.get_text() for t in ax.get_xticklabels()], rotation=30, ha="right")
         if ax is not axes[0][0]:
             ax.set_yticklabels([])
     fig.suptitle(
@@ -366,7 +405,7 @@ def plot_scatter_pairs(
             ok = x.notna() & y.notna()
             ax.scatter(x[ok], y[ok], s=28, alpha=0.8, color=colours[config], label=config)
         ax.set_xlabel(row.x)
-        ax.set_ylabel(display_label(row.y))
+        ax.set_ylabel(row.y)
         ax.set_title(f"r={row.r:+.2f} ({row.method}), n={int(row.n)}", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(configs), frameon=False)
@@ -410,9 +449,17 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
     return fig
 
 
-def plot_wins_losses(deltas: pd.DataFrame, metric: str) -> Figure | None:
-    """Horizontal bars of each matched task's delta on ``metric`` (green: treatment better)."""
-    data = deltas[deltas["result"] != "missing"]
+def plot_wins_losses(
+    deltas: pd.DataFrame, metric: str, *, shown: pd.DataFrame | None = None
+) -> Figure | None:
+    """Horizontal bars of each matched task's delta on ``metric`` (green: treatment better).
+
+    The title counts every row of ``deltas`` (the table the report shows beside the chart);
+    ``shown`` (a subset of its rows, e.g. the largest deltas) is what is drawn, and the
+    title then says how many of how many are shown.
+    """
+    drawn = deltas if shown is None else shown
+    data = drawn[drawn["result"] != "missing"]
     if data.empty:
         return None
     colours = {"treatment": "#2a9d8f", "baseline": "#e76f51", "tie": "#8d99ae"}
@@ -424,9 +471,14 @@ def plot_wins_losses(deltas: pd.DataFrame, metric: str) -> Figure | None:
     ax.invert_yaxis()
     base, treat = data["baseline"].iloc[0], data["treatment"].iloc[0]
     ax.set_xlabel(f"{metric}: {treat} − {base}")
-    counts = data["result"].value_counts()
-    ax.set_title(
-        f"Per-task {metric} deltas: treatment better {counts.get('treatment', 0)}, "
-        f"baseline better {counts.get('baseline', 0)}, ties {counts.get('tie', 0)}"
+    counts = deltas["result"].value_counts()
+    with_delta = int(len(deltas) - counts.get("missing", 0))
+    title = (
+        f"Per-task {metric} deltas over {with_delta} matched tasks: treatment better "
+        f"{counts.get('treatment', 0)}, baseline better {counts.get('baseline', 0)}, "
+        f"ties {counts.get('tie', 0)}"
     )
+    if len(data) < with_delta:
+        title += f"\n({len(data)} of {with_delta} shown: the largest |delta|)"
+    ax.set_title(title)
     return fig

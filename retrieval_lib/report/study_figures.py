@@ -187,7 +187,7 @@ def plot_scatter_fits(
             line = np.linspace(float(xs.min()), float(xs.max()), 2)
             ax.plot(line, intercept + slope * line, color="black", lw=1.2)
         ax.set_xlabel(row["x"])
-        ax.set_ylabel(str(row["y"]).replace("_", " "))
+        ax.set_ylabel(str(row["y"]))
         ax.set_title(
             f"r={row['r']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]\n"
             f"{row['method']}, n={int(row['n'])}",

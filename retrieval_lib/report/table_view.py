@@ -10,9 +10,9 @@ into what a reader sees, for any notebook:
 * floats are shown with ``digits`` decimals, counts and ranks (``n``, ``n_…``, ``…_n``,
   ``…_rank``, ``wins``, ``losses``, ``ties``) as whole numbers even when a missing value
   made their column float;
-* a column with a unit says it: ``cost_usd`` → ``cost (USD)``, ``agent_execution_seconds``
-  → ``time (s)`` (see :data:`COLUMN_LABELS`, and :func:`label` for the rule); the same
-  labels are used for metric names in the ``metric``, ``x`` and ``y`` columns;
+* a column keeps its name in the API and the CSV tables (``cost_usd``, ``total_tokens``,
+  ``agent_execution_seconds``: the unit is part of the name), so one outcome has one name
+  in the API, the tables and the figures;
 * text columns are left-aligned, numbers right-aligned; a cell wraps only in a column of
   explanations (:data:`WRAPPED_COLUMNS`, ``…_reason``) or of long texts (over
   :data:`WRAP_AFTER` characters), so ids and headers stay on one line.
@@ -26,9 +26,9 @@ Examples
 >>> t = pd.DataFrame({"metric": ["reward", "cost_usd"], "n": [3, 0],
 ...                   "mean": [0.5, float("nan")], "reason": [None, "no value"]})
 >>> print(repr(view(t)))
-metric      n   mean  reason
-reward      3  0.500
-cost (USD)  0         no value
+metric    n   mean  reason
+reward    3  0.500
+cost_usd  0         no value
 """
 
 from __future__ import annotations
@@ -36,55 +36,22 @@ from __future__ import annotations
 import hashlib
 import html
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 __all__ = [
-    "COLUMN_LABELS",
-    "LABELLED_VALUE_COLUMNS",
     "WRAPPED_COLUMNS",
     "WRAP_AFTER",
     "TableView",
-    "label",
     "view",
 ]
-
-#: Display names of columns (and metric names) whose machine name hides a unit.
-COLUMN_LABELS: Mapping[str, str] = {
-    "cost_usd": "cost (USD)",
-    "agent_execution_seconds": "time (s)",
-    "total_tokens": "tokens",
-}
-#: Columns whose values are column or metric names, shown with the same labels.
-LABELLED_VALUE_COLUMNS: tuple[str, ...] = ("metric", "x", "y")
 
 #: Columns with a longer text than this wrap; the others keep each cell on one line.
 WRAP_AFTER = 60
 #: Columns of explanations, which always wrap (so is any ``…_reason`` column).
 WRAPPED_COLUMNS: tuple[str, ...] = ("reason", "note", "notes", "not_computable")
-
-_SUFFIX_UNITS = (("_usd", "USD"), ("_seconds", "s"), ("_ms", "ms"))
-
-
-def label(name: Any) -> str:
-    """The display name of a column: :data:`COLUMN_LABELS`, else a unit suffix spelt out.
-
-    Examples
-    --------
-    >>> label("cost_usd"), label("mean_cost_usd"), label("wall_seconds"), label("file.AP")
-    ('cost (USD)', 'mean_cost (USD)', 'wall (s)', 'file.AP')
-    """
-    text = str(name)
-    if text in COLUMN_LABELS:
-        return COLUMN_LABELS[text]
-    for suffix, unit in _SUFFIX_UNITS:
-        if text.endswith(suffix) and len(text) > len(suffix):
-            stem = text[: -len(suffix)]
-            return f"{COLUMN_LABELS.get(stem, stem)} ({unit})"
-    return text
 
 
 def _missing(value: Any) -> bool:
@@ -188,16 +155,10 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     """
     named = any(n is not None for n in frame.index.names)
     shown = frame.reset_index(drop=not named)
-    columns = [label(c) for c in shown.columns]
+    columns = [str(c) for c in shown.columns]
     numeric = [_is_numeric(shown[c]) for c in shown.columns]
     cells: list[list[str]] = []
-    value_columns = [c in LABELLED_VALUE_COLUMNS for c in shown.columns]
     places = [0 if _is_count(c, shown[c]) else digits for c in shown.columns]
     for row in shown.itertuples(index=False, name=None):
-        cells.append(
-            [
-                label(v) if relabel and isinstance(v, str) else _cell(v, d)
-                for v, relabel, d in zip(row, value_columns, places, strict=True)
-            ]
-        )
+        cells.append([_cell(v, d) for v, d in zip(row, places, strict=True)])
     return TableView(columns=columns, cells=cells, numeric=numeric)

@@ -485,8 +485,12 @@ def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
     Raises
     ------
     InputError
-        When ``path`` does not exist or holds no table (evaluate has not been run).
+        When ``path`` does not exist or holds no table (evaluate has not been run), or
+        (:class:`~retrieval_lib.completion.IncompleteOutputError`) a table's run is not
+        completely evaluated or its files do not match its completion record.
     """
+    from retrieval_lib.completion import check_evaluated
+
     root = Path(path)
     if not root.exists():
         raise InputError(f"{root} does not exist")
@@ -495,6 +499,7 @@ def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
             raise InputError(
                 f"{root} is not a retrieval metrics table ({' or '.join(_TABLE_NAMES)})"
             )
+        check_evaluated(root.parent)
         return [root]
     found: dict[Path, Path] = {}
     for name in _TABLE_NAMES:  # parquet first: it wins over a CSV in the same folder
@@ -505,6 +510,9 @@ def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
             f"no retrieval metrics table ({' or '.join(_TABLE_NAMES)}) under {root}: "
             f"run `retrieval-lib evaluate {root}` first"
         )
+    for parent in sorted(found):
+        # an interrupted evaluate, or files changed since: refused, naming the run
+        check_evaluated(parent)
     return [found[parent] for parent in sorted(found)]
 
 

@@ -3,10 +3,12 @@
 :func:`prepare_runs` normalises and evaluates the runs under the given paths that are not
 yet evaluated, or whose inputs changed since (a fingerprint of every input file's path,
 size and modification time, the task definitions' ground-truth files, the library version
-and the cut-offs, kept in ``retrieval_events/study_inputs.json``); up-to-date outputs are
-reused as they are. :func:`read_evaluated` reads evaluated runs into the tables of a
-:class:`~retrieval_lib.study.core.Study`, one document at a time (memory grows with the
-number of events, not with the size of the documents).
+and the cut-offs, kept in the run's completion record
+``retrieval_events/completion_record.json``, :mod:`retrieval_lib.completion`); up-to-date
+outputs whose files still match the record are reused as they are. :func:`read_evaluated`
+reads evaluated runs into the tables of a :class:`~retrieval_lib.study.core.Study`, one
+document at a time (memory grows with the number of events, not with the size of the
+documents).
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
@@ -14,7 +16,6 @@ evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from retrieval_lib import __version__
+from retrieval_lib.completion import COMPLETION_FILENAME, code_fingerprint, read_record
 from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.events.document import DOCUMENT_SUFFIX, EVENTS_DIRNAME, load_document
 from retrieval_lib.metrics.stages import DEFAULT_K, normalize_k
@@ -34,6 +36,7 @@ __all__ = [
     "FINGERPRINT_FILENAME",
     "PreparedRuns",
     "StudyTables",
+    "documents_events",
     "event_rows",
     "input_fingerprint",
     "prepare_runs",
@@ -42,7 +45,8 @@ __all__ = [
     "tasks_fingerprint",
 ]
 
-FINGERPRINT_FILENAME = "study_inputs.json"
+#: The study's fingerprint lives in the run's completion record (one file, one mechanism).
+FINGERPRINT_FILENAME = COMPLETION_FILENAME
 #: Task-definition files that ground truth is read from (the rest of a task folder, such
 #: as a repository checkout, does not change the analysis).
 _TASK_FILES = ("task.toml", "instruction.md")
@@ -126,18 +130,9 @@ def _task_stats(tasks_root: Path) -> Iterable[tuple[str, int, int]]:
     return found
 
 
-@functools.lru_cache(maxsize=1)
 def _code_fingerprint() -> str:
-    """A hash of the package's own code and schemas: outputs of other code are not reused."""
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*")):
-        parts = path.relative_to(package).parts
-        # bundled/: the shipped notebooks and example runs, data rather than code
-        if path.suffix in (".py", ".json") and "__pycache__" not in parts and parts[0] != "bundled":
-            digest.update(path.relative_to(package).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    """A hash of the package's own code (:func:`retrieval_lib.completion.code_fingerprint`)."""
+    return code_fingerprint()
 
 
 def input_fingerprint(
@@ -230,21 +225,22 @@ class PreparedRuns:
 
 
 def _read_fingerprint(events_dir: Path) -> str | None:
-    import json
-
-    try:
-        data = json.loads((events_dir / FINGERPRINT_FILENAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    value = data.get("fingerprint") if isinstance(data, dict) else None
+    record = read_record(events_dir)
+    inputs = record.get("inputs") if record else None
+    value = inputs.get("fingerprint") if isinstance(inputs, dict) else None
     return value if isinstance(value, str) else None
 
 
 def _is_evaluated(events_dir: Path) -> bool:
+    """Evaluated, and (when it has a completion record) completely, with its files
+    unchanged since (:func:`retrieval_lib.completion.problem`)."""
+    from retrieval_lib.completion import problem
     from retrieval_lib.metrics.summary import SUMMARY_FILENAME, TABLE_BASENAME
 
-    return (events_dir / SUMMARY_FILENAME).is_file() and any(
-        (events_dir / f"{TABLE_BASENAME}{ext}").is_file() for ext in (".parquet", ".csv")
+    return (
+        (events_dir / SUMMARY_FILENAME).is_file()
+        and any((events_dir / f"{TABLE_BASENAME}{ext}").is_file() for ext in (".parquet", ".csv"))
+        and problem(events_dir) is None
     )
 
 
@@ -311,6 +307,9 @@ def prepare_runs(
             ) from None
         for root in roots:
             if not _is_evaluated(root):
+                from retrieval_lib.completion import check_evaluated
+
+                check_evaluated(root)  # names what is incomplete or changed, if anything
                 raise InputError(f"{root} is not evaluated: run `retrieval-lib evaluate {root}`")
             prepared.given.append(str(root))
             prepared.events_dirs.append(root)
@@ -331,7 +330,7 @@ def prepare_runs(
     if prepared.reused:
         say(f"up to date, reused: {', '.join(prepared.reused)}")
     if stale:
-        from retrieval_lib.io import atomic_write_json
+        from retrieval_lib.completion import set_inputs_fingerprint
 
         if map_fn is not None:
             report, outcomes = _prepare_on_cluster(stale, _path(tasks_root), out_root, k, map_fn)
@@ -350,20 +349,9 @@ def prepare_runs(
                 say(f"evaluate {run.name} failed: {outcome}")
                 continue
             say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
-            failed = [
-                {"trial": os.path.relpath(o.trial_dir, run), "error": o.error}
-                for o in report.failures
-                if Path(o.trial_dir).resolve().is_relative_to(run.resolve())
-            ]
-            atomic_write_json(
-                events_dir / FINGERPRINT_FILENAME,
-                {
-                    "fingerprint": fingerprint,
-                    "run": str(run),
-                    "tasks_root": _text(tasks_root),
-                    "failed_trials": sorted(failed, key=lambda f: f["trial"]),
-                },
-            )
+            # last: the completion record (normalize and evaluate wrote theirs) names the
+            # inputs, so the run is reused next time while they and its files are unchanged
+            set_inputs_fingerprint(events_dir, fingerprint)
             prepared.normalized.append(run.name)
             prepared.events_dirs.append(events_dir)
     prepared.events_dirs = sorted(set(prepared.events_dirs))
@@ -423,19 +411,15 @@ def _evaluate_all(
 ) -> list[tuple[int, int] | str]:
     """Evaluate runs, one per worker process when there are several of each."""
     if workers > 1 and len(events_dirs) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+        from retrieval_lib.parallel import process_pool
 
-        with ProcessPoolExecutor(max_workers=min(workers, len(events_dirs))) as pool:
+        with process_pool(min(workers, len(events_dirs))) as pool:
             return list(pool.map(_evaluate_one, events_dirs, [tuple(k)] * len(events_dirs)))
     return [_evaluate_one(d, k) for d in events_dirs]
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
     return None if value is None else Path(value)
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(Path(value).resolve())
 
 
 # --------------------------------------------------------------------------- reading
@@ -559,6 +543,36 @@ def _document_values(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def documents_events(
+    documents: Sequence[Mapping[str, Any]], config_map: Mapping[str, str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The events table and a minimal trials table (``trial_id, config_family,
+    has_ground_truth``) of documents already in memory (one run's report).
+
+    Trial ids are ``<run>/<config>/<task>/<position>`` (the position keeps repeated trials
+    of a task apart); events are in :data:`EVENT_COLUMNS` order, as in :func:`read_evaluated`.
+    """
+    mapping = config_families(config_map)
+    event_data: list[tuple[Any, ...]] = []
+    trials: list[dict[str, Any]] = []
+    for position, doc in enumerate(documents):
+        prov = doc["provenance"]
+        config = str(prov["config_name"])
+        family = mapping.get(config.lower(), config)
+        trial_id = f"{prov['run_id']}/{config}/{prov['task_name']}/{position}"
+        trials.append(
+            {
+                "trial_id": trial_id,
+                "config_family": family,
+                "has_ground_truth": bool((doc.get("coverage") or {}).get("has_ground_truth")),
+            }
+        )
+        event_data.extend(event_rows(doc, trial_id, family))
+    events = pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
+    trials_frame = pd.DataFrame(trials, columns=["trial_id", "config_family", "has_ground_truth"])
+    return events, trials_frame
+
+
 @dataclass
 class StudyTables:
     """The raw tables :func:`read_evaluated` builds (see :class:`~retrieval_lib.study.core.Study`)."""
@@ -678,13 +692,17 @@ def _invalid_documents(events_dir: Path) -> pd.DataFrame:
 
     run_id = events_dir.parent.name if events_dir.name == EVENTS_DIRNAME else events_dir.name
     rows: list[dict[str, Any]] = []
-    for name, key in ((SUMMARY_FILENAME, "invalid"), (FINGERPRINT_FILENAME, "failed")):
+    for name, key in ((SUMMARY_FILENAME, "invalid"), (COMPLETION_FILENAME, "failed")):
         try:
             data = json.loads((events_dir / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict):
             continue
+        if key == "failed":
+            data = data.get("normalize")
+            if not isinstance(data, dict):
+                continue
         if key == "invalid":
             for item in (data.get("counts") or {}).get("left_out") or []:
                 rows.append(

@@ -48,7 +48,7 @@ def test_report_lists_wins_losses_regressions_and_prints_null():
     assert "Win: 1 · Loss: 1 · Draw: 1 · Regression: 1" in md
     assert "### Wins (1)" in md and "| win | null | 1 | found only by B (rank 1) |" in md
     assert "### Losses (1)" in md and "| loss | 1 | 2 | rank worsened 1 → 2 |" in md
-    assert "### Regressions (1)" in md and "| reg\\|pipe | 1 | null |" in md
+    assert "### Regressions (1)" in md and "| reg&#124;pipe | 1 | null |" in md
     assert "B citation_coverage: no grounded answer" in md
     assert "| draw |" not in md  # draws are counted, not listed
 

@@ -65,6 +65,7 @@ def test_study_notebook_is_committed_executed_and_stripped():
         "".join(c["source"]).splitlines()[0] for c in nb["cells"] if c["cell_type"] == "markdown"
     ]
     assert [h for h in headings if h.startswith("## ")] == [
+        "## Answer",
         "## 1. The study",
         "## 2. Leaderboard",
         "## 3. Matched comparison across runs",

@@ -94,3 +94,34 @@ def test_design_run_computes_what_its_one_ground_truth_task_allows(rendered):
     assert (
         "no file-level ground truth" not in rows["django-modeladmin-impact-001/mcp-remote-direct"]
     )
+
+
+def _answer(notebook: Path) -> str:
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if "Answer(" in "".join(c["source"]))
+    return "".join(cell["outputs"][0]["data"]["text/plain"])
+
+
+def test_every_report_opens_with_the_answer(rendered):
+    # the test run has one matched task: the answer says it cannot answer, and why
+    answer = _answer(rendered / TEST_RUN / "run_analysis.ipynb")
+    assert answer.startswith(
+        "- Reward, mcp-remote-direct vs baseline-local-direct: the data cannot answer this "
+        "(1 matched task; n=1 matched pairs is below the minimum of 3)"
+    )
+    assert "no tool call surfaced a ground-truth file first" in answer
+    # the design run: django's mcp trial found its 5 ground-truth files with keyword_search
+    # and the baseline's with Grep (5 each, of 10)
+    design = _answer(rendered / DESIGN_RUN / "run_analysis.ipynb")
+    assert "were Grep (local) and keyword_search (MCP), with 5 of the 10" in design
+    for report in (
+        rendered / TEST_RUN / "run_analysis.html",
+        rendered / DESIGN_RUN / "run_analysis.html",
+        rendered / "study" / "study.html",
+    ):
+        text = report.read_text(encoding="utf-8")
+        assert 'id="Answer"' in text
+        assert text.index('id="Answer"') < text.index("Caveat: correlations are associations")
+    study = _answer(rendered / "study" / "study.ipynb")
+    assert study.startswith("- Reward, mcp-remote-direct vs baseline-local-direct: ")
+    assert "(3 matched tasks" in study or "on 3 matched tasks" in study

@@ -153,3 +153,31 @@ def test_show_gives_png_image_or_a_note():
     assert isinstance(shown, Image) and shown.format == "png" and shown.data[:8] == PNG_MAGIC
     note = figures.show(None, "no trial has a trace")
     assert isinstance(note, Markdown) and "no trial has a trace" in note.data
+
+
+def test_wins_losses_title_counts_the_whole_table_and_says_what_is_drawn():
+    from retrieval_lib.study.analysis import largest_deltas
+
+    # 40 matched tasks: 23 treatment better, 13 baseline better, 4 ties (+1 without a delta)
+    deltas = [0.1 * (i + 1) for i in range(23)] + [-0.05 * (i + 1) for i in range(13)] + [0.0] * 4
+    results = ["treatment"] * 23 + ["baseline"] * 13 + ["tie"] * 4
+    frame = pd.DataFrame(
+        {
+            "baseline": "b",
+            "treatment": "t",
+            "task_name": [f"task{i:02d}" for i in range(41)],
+            "delta": [*deltas, np.nan],
+            "result": [*results, "missing"],
+        }
+    )
+    drawn = largest_deltas(frame, top=30)
+    fig = figures.plot_wins_losses(frame, "reward", shown=drawn)
+    title = fig.axes[0].get_title()
+    assert "over 40 matched tasks: treatment better 23, baseline better 13, ties 4" in title
+    assert "(30 of 40 shown: the largest |delta|)" in title
+    assert len(fig.axes[0].patches) == 30
+    whole = figures.plot_wins_losses(frame, "reward").axes[0].get_title()
+    assert "shown" not in whole and "over 40 matched tasks" in whole
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

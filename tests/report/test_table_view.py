@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.table_view import label, view
+from retrieval_lib.report.table_view import view
 
 
 def test_a_default_index_is_dropped_and_missing_values_are_blank():
@@ -45,19 +45,20 @@ def test_a_named_index_becomes_the_first_columns():
     assert shown.cells[1] == ["patch", "low", "0", "0"]
 
 
-def test_units_are_in_the_headers_and_in_metric_names():
+def test_outcomes_keep_their_api_names_in_headers_and_metric_columns():
     frame = pd.DataFrame(
         {
-            "metric": ["cost_usd", "reward"],
+            "metric": ["cost_usd", "total_tokens"],
             "cost_usd": [0.1234, np.nan],
             "agent_execution_seconds": [12.0, 3.5],
-            "latency_ms": [5, 6],
+            "total_tokens": [5, 6],
         }
     )
     shown = view(frame, digits=2)
-    assert shown.columns == ["metric", "cost (USD)", "time (s)", "latency (ms)"]
-    assert shown.cells[0] == ["cost (USD)", "0.12", "12.00", "5"]
-    assert label("file.recall") == "file.recall"
+    # one name per outcome: the API's, whose unit is part of the name
+    assert shown.columns == ["metric", "cost_usd", "agent_execution_seconds", "total_tokens"]
+    assert shown.cells[0] == ["cost_usd", "0.12", "12.00", "5"]
+    assert shown.cells[1][0] == "total_tokens"
 
 
 def test_html_is_escaped_and_deterministic():

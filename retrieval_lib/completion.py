@@ -1,0 +1,401 @@
+"""The completion record of a run's outputs: what was written, by which code, from what.
+
+Every ``retrieval_events`` folder that ``normalize`` or ``evaluate`` writes carries
+``completion_record.json`` (format: ``docs/contracts.md`` §6). Each step first marks its
+part *incomplete* (before it writes any output), then writes its files, then writes the
+record again, last and atomically, naming every file it wrote with its size (and, for the
+run-level files, a SHA-256). So a step killed half-way, or outputs changed afterwards
+(a truncated document or table), are seen by the next command:
+
+* ``evaluate`` refuses a run whose normalisation is incomplete or whose documents do not
+  match the record (:func:`check_normalized`);
+* ``impact``, ``report`` and ``study`` refuse a run whose evaluation is incomplete or whose
+  files do not match (:func:`check_evaluated`, called by
+  :func:`retrieval_lib.stats.impact.find_metrics_tables`); ``study`` redoes its own runs
+  instead (:func:`problem`).
+
+A new normalisation removes the run-level outputs of an earlier evaluation (summary,
+table, dataset, impact), which no longer describe the documents. A folder without a
+record (documents made by hand or by older code) is read as it is.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> events = pathlib.Path(tempfile.mkdtemp()) / "retrieval_events"
+>>> begin_normalize(events, run=None, tasks_root=None)
+>>> problem(events, evaluated=False)
+'its normalisation is incomplete (interrupted, or still running)'
+>>> finish_normalize(events, [], failed_trials=[])
+>>> problem(events, evaluated=False) is None
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from retrieval_lib import __version__
+from retrieval_lib.errors import InputError
+from retrieval_lib.events.document import DOCUMENT_SUFFIX, EVENTS_DIRNAME, METRICS_SUFFIX
+from retrieval_lib.io import atomic_write_json
+
+__all__ = [
+    "COMPLETION_FILENAME",
+    "RECORD_VERSION",
+    "IncompleteOutputError",
+    "begin_evaluate",
+    "begin_normalize",
+    "check_evaluated",
+    "check_normalized",
+    "code_fingerprint",
+    "finish_evaluate",
+    "finish_normalize",
+    "problem",
+    "read_record",
+    "remove_orphaned_temporaries",
+    "set_inputs_fingerprint",
+]
+
+COMPLETION_FILENAME = "completion_record.json"
+RECORD_VERSION = "1.0"
+#: The run-level files of an evaluation (``metrics.summary``), and the impact document
+#: made from them: removed when the run is normalised again.
+SUMMARY_NAME = "run_retrieval_summary.json"
+TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
+DATASET_NAME = "retrieval_metrics_dataset"
+IMPACT_NAME = "retrieval_impact.json"
+
+
+class IncompleteOutputError(InputError):
+    """A run's outputs are incomplete or do not match their completion record."""
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of the package's own code and schemas (``bundled/`` data left out)."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        parts = path.relative_to(package).parts
+        if path.suffix in (".py", ".json") and "__pycache__" not in parts and parts[0] != "bundled":
+            digest.update(path.relative_to(package).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _generator() -> dict[str, str]:
+    return {"name": "retrieval_lib", "version": __version__, "code": code_fingerprint()}
+
+
+def read_record(events_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The record of ``events_dir``; ``None`` when it has none.
+
+    A record that cannot be read (not JSON, not an object) counts as an incomplete one.
+    """
+    path = Path(events_dir) / COMPLETION_FILENAME
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {"record_version": RECORD_VERSION, "normalize": {"complete": False}}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {"record_version": RECORD_VERSION, "normalize": {"complete": False}}
+    return data
+
+
+def _write(events_dir: Path, record: Mapping[str, Any]) -> None:
+    atomic_write_json(events_dir / COMPLETION_FILENAME, dict(record))
+
+
+def _text(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else str(Path(value).resolve())
+
+
+def begin_normalize(
+    events_dir: str | os.PathLike[str],
+    *,
+    run: str | os.PathLike[str] | None,
+    tasks_root: str | os.PathLike[str] | None,
+) -> None:
+    """Before a run's first document is written: mark the run incomplete, remove the
+    outputs of an earlier evaluation (they describe other documents) and the temporary
+    files a killed writer left."""
+    folder = Path(events_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(
+        folder,
+        {
+            "record_version": RECORD_VERSION,
+            "generator": _generator(),
+            "run": _text(run),
+            "inputs": {"tasks_root": _text(tasks_root), "fingerprint": None},
+            "normalize": {"complete": False},
+            "evaluate": None,
+        },
+    )
+    for name in (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME):
+        (folder / name).unlink(missing_ok=True)
+    if (folder / DATASET_NAME).is_dir() and not (folder / DATASET_NAME).is_symlink():
+        shutil.rmtree(folder / DATASET_NAME, ignore_errors=True)
+    remove_orphaned_temporaries([folder])
+
+
+def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+    """``{path relative to events_dir: size}``; a path is resolved only when it is not
+    already an absolute path below the resolved ``events_dir`` (the writers resolve)."""
+    root = events_dir.resolve()
+    out: dict[str, int] = {}
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_absolute() or not path.is_relative_to(root):
+            path = path.resolve()
+        out[path.relative_to(root).as_posix()] = os.stat(path).st_size
+    return dict(sorted(out.items()))
+
+
+def finish_normalize(
+    events_dir: str | os.PathLike[str],
+    documents: Iterable[str | os.PathLike[str]],
+    *,
+    failed_trials: Sequence[Mapping[str, Any]],
+) -> None:
+    """Last, once every document of the run is written and stale ones are removed:
+    record the documents (path relative to ``events_dir`` and size) and the failed trials."""
+    folder = Path(events_dir)
+    record = read_record(folder) or {}
+    record.update(
+        {
+            "record_version": RECORD_VERSION,
+            "generator": _generator(),
+            "normalize": {
+                "complete": True,
+                "documents": _sizes(folder, documents),
+                "failed_trials": sorted(
+                    (dict(f) for f in failed_trials), key=lambda f: str(f.get("trial"))
+                ),
+            },
+            "evaluate": None,
+        }
+    )
+    record.setdefault("run", None)
+    record.setdefault("inputs", {"tasks_root": None, "fingerprint": None})
+    _write(folder, record)
+
+
+def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
+    """Before an evaluation writes anything: check the documents against the record
+    (:func:`check_normalized`), mark the evaluation incomplete, and remove the impact
+    document of the table about to be replaced and the temporary files a killed writer
+    left."""
+    folder = Path(events_dir)
+    check_normalized(folder)
+    record = read_record(folder)
+    if record is None:
+        record = {
+            "record_version": RECORD_VERSION,
+            "generator": _generator(),
+            "run": None,
+            "inputs": {"tasks_root": None, "fingerprint": None},
+            "normalize": None,
+        }
+    record["evaluate"] = {"complete": False}
+    record.setdefault("inputs", {})["fingerprint"] = None
+    _write(folder, record)
+    # made from the table that is about to be replaced
+    (folder / IMPACT_NAME).unlink(missing_ok=True)
+    remove_orphaned_temporaries([folder])
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def finish_evaluate(
+    events_dir: str | os.PathLike[str],
+    metrics_files: Iterable[str | os.PathLike[str]],
+    run_files: Iterable[str | os.PathLike[str]],
+    *,
+    k: Sequence[int],
+) -> None:
+    """Last, once the metrics files, summary, table and dataset are written: record them
+    (metrics files by size; the run-level files by size and SHA-256) and the cut-offs."""
+    folder = Path(events_dir)
+    root = folder.resolve()
+    record = read_record(folder) or {"normalize": None, "run": None, "inputs": {}}
+    files = {}
+    for raw in run_files:
+        path = Path(raw).resolve()
+        files[path.relative_to(root).as_posix()] = {
+            "size": path.stat().st_size,
+            "sha256": _sha256(path),
+        }
+    record["record_version"] = RECORD_VERSION
+    record["generator"] = _generator()
+    record["evaluate"] = {
+        "complete": True,
+        "k": [int(v) for v in k],
+        "metrics_files": _sizes(folder, metrics_files),
+        "files": dict(sorted(files.items())),
+    }
+    _write(folder, record)
+
+
+def set_inputs_fingerprint(events_dir: str | os.PathLike[str], fingerprint: str) -> None:
+    """Record the study's fingerprint of the run's inputs (``study.loader``)."""
+    folder = Path(events_dir)
+    record = read_record(folder)
+    if record is None:
+        return
+    record.setdefault("inputs", {})["fingerprint"] = fingerprint
+    _write(folder, record)
+
+
+def _documents_problem(folder: Path, section: Mapping[str, Any]) -> str | None:
+    listed = section.get("documents")
+    if not isinstance(listed, dict):
+        return "its completion record lists no documents"
+    root = folder.resolve()
+    found = {
+        p.relative_to(root).as_posix(): p
+        for p in root.rglob("*" + DOCUMENT_SUFFIX)
+        if p.is_file() or p.is_symlink()
+    }
+    for rel, size in listed.items():
+        path = found.get(rel)
+        if path is None:
+            return f"document {rel} of its completion record is missing"
+        if path.is_symlink() or path.stat().st_size != size:
+            return f"document {rel} changed since it was written (size or type differs)"
+    extra = sorted(set(found) - set(listed))
+    if extra:
+        return f"document {extra[0]} is not in its completion record"
+    return None
+
+
+def _evaluate_problem(folder: Path, section: Mapping[str, Any]) -> str | None:
+    root = folder.resolve()
+    for rel, size in (section.get("metrics_files") or {}).items():
+        path = root / rel
+        if not path.is_file() or path.stat().st_size != size:
+            return f"metrics file {rel} is missing or changed since it was written"
+    for rel, facts in (section.get("files") or {}).items():
+        path = root / rel
+        if not path.is_file() or path.is_symlink():
+            return f"{rel} of its completion record is missing"
+        if path.stat().st_size != facts.get("size") or _sha256(path) != facts.get("sha256"):
+            return f"{rel} changed since it was written (truncated or rewritten)"
+    return None
+
+
+def problem(events_dir: str | os.PathLike[str], *, evaluated: bool = True) -> str | None:
+    """Why the outputs of ``events_dir`` cannot be used as they are, or ``None``.
+
+    ``evaluated``: the evaluation must be complete too. A folder without a record is
+    accepted as it is (outputs not written by this machinery).
+    """
+    folder = Path(events_dir)
+    record = read_record(folder)
+    if record is None:
+        return None
+    normalize = record.get("normalize")
+    if isinstance(normalize, dict):
+        if not normalize.get("complete"):
+            return "its normalisation is incomplete (interrupted, or still running)"
+        found = _documents_problem(folder, normalize)
+        if found:
+            return found
+    if not evaluated:
+        return None
+    evaluate = record.get("evaluate")
+    if not isinstance(evaluate, dict):
+        return "it is not evaluated since its last normalisation"
+    if not evaluate.get("complete"):
+        return "its evaluation is incomplete (interrupted, or still running)"
+    return _evaluate_problem(folder, evaluate)
+
+
+def _run_name(folder: Path) -> str:
+    return folder.parent.name if folder.name == EVENTS_DIRNAME else folder.name
+
+
+def _normalize_command(folder: Path, record: Mapping[str, Any] | None) -> str:
+    record = record or {}
+    inputs = record.get("inputs") or {}
+    run = record.get("run")
+    tasks = inputs.get("tasks_root") or "DIR"
+    # outputs beside the run are <run>/retrieval_events; elsewhere <out>/<run_id>/...
+    inside = run is not None and Path(run).resolve() == folder.resolve().parent
+    out = "" if inside else f" --out {folder.resolve().parent.parent}"
+    return f"retrieval-lib normalize {run or 'RUN'} --tasks-root {tasks}{out}"
+
+
+def check_normalized(events_dir: str | os.PathLike[str]) -> None:
+    """Refuse (:class:`IncompleteOutputError`, naming the run and the command that fixes
+    it) a folder whose normalisation is incomplete or whose documents do not match."""
+    folder = Path(events_dir)
+    found = problem(folder, evaluated=False)
+    if found:
+        raise IncompleteOutputError(
+            f"run {_run_name(folder)!r} ({folder}): {found}; its documents are not a complete "
+            f"set: run `{_normalize_command(folder, read_record(folder))}` again"
+        )
+
+
+def check_evaluated(events_dir: str | os.PathLike[str]) -> None:
+    """Refuse a folder whose evaluation is incomplete or whose files do not match its
+    record, naming the run and the command that fixes it."""
+    folder = Path(events_dir)
+    found = problem(folder, evaluated=False)
+    if found:
+        check_normalized(folder)
+    found = problem(folder)
+    if found:
+        raise IncompleteOutputError(
+            f"run {_run_name(folder)!r} ({folder}): {found}; run "
+            f"`retrieval-lib evaluate {folder}` again"
+        )
+
+
+def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
+    """Delete the temporary files (``.<name>.<random>.tmp``) that a writer killed in the
+    middle of an atomic write left behind under ``roots``; return how many.
+
+    Those of documents, metrics files, a run's summary, table, dataset files and its
+    completion record are removed; others are kept. Call only when no writer is active
+    under ``roots``.
+    """
+    run_files = {SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, COMPLETION_FILENAME}
+    removed = 0
+    for root in roots:
+        base = Path(root)
+        if not base.is_dir():
+            continue
+        for path in base.rglob(".*.tmp"):
+            name = path.name[1:].rsplit(".", 2)[0]
+            ours = (
+                name.endswith((DOCUMENT_SUFFIX, METRICS_SUFFIX))
+                or name in run_files
+                or (path.parent.name == DATASET_NAME and name.endswith(".parquet"))
+            )
+            if ours and path.is_file() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    removed += 1
+    return removed
