@@ -372,11 +372,14 @@ def _normalize_runs(
     started = time.perf_counter()
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"--tasks-root {tasks_root} is not a folder")
-    runs, small, large = _runs_by_size(paths, out, map_fn.batch_size or WHOLE_RUN_TRIALS)
+    from retrieval_lib.runs import LeftOut
+
+    found = LeftOut()  # entries the search for runs skipped: named in the report
+    runs, small, large = _runs_by_size(paths, out, map_fn.batch_size or WHOLE_RUN_TRIALS, found)
     # absolute: the workers may run in another working directory
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
     out_abs = str(Path(out).resolve()) if out is not None else None
-    report = NormalizeReport(runs=[str(r) for r in runs])
+    report = NormalizeReport(runs=[str(r) for r in runs], left_out=found.entries())
     results: dict[Path, RunEvaluation | Exception] = {}
     try:
         if small:
@@ -415,18 +418,18 @@ WHOLE_RUN_TRIALS = 128
 
 
 def _runs_by_size(
-    paths: Iterable[str | Path], out: str | Path | None, limit: int
+    paths: Iterable[str | Path], out: str | Path | None, limit: int, left_out: Any = None
 ) -> tuple[list[Path], list[tuple[Path, int]], list[Path]]:
     """Every run under ``paths``, then those of at most ``limit`` trials with their trial
-    counts, and the larger ones."""
+    counts, and the larger ones (entries skipped on the way go to ``left_out``)."""
     from retrieval_lib.normalize import find_input_runs
     from retrieval_lib.runs import discover_trials
 
-    runs = find_input_runs(paths, out)
+    runs = find_input_runs(paths, out, left_out)
     small: list[tuple[Path, int]] = []
     large: list[Path] = []
     for run in runs:
-        n = len(discover_trials(run))
+        n = len(discover_trials(run, left_out))
         if n <= limit:
             small.append((run, n))
         else:

@@ -58,6 +58,7 @@ Reading paths out of texts (the diffs of sources 4 and 5, the prose of source 6)
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -67,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import GroundTruthError
+from retrieval_lib.io import file_kind, read_regular_bytes
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path
 from retrieval_lib.runs import lies_outside, without_lone_surrogates
 from retrieval_lib.task_text import (
@@ -192,7 +194,7 @@ class _TaskFiles:
         self.listing: list[set[str]] = []
         for folder in self.dirs:
             try:
-                names = self._list(folder, "")
+                names = self._list(folder, "", warnings)
             except OSError as exc:
                 raise GroundTruthError(
                     f"task folder {folder} cannot be read: {exc.strerror or exc}"
@@ -200,21 +202,36 @@ class _TaskFiles:
             for sub in ("tests", "solution"):
                 if sub in names:
                     try:
-                        names |= self._list(folder / sub, sub + "/")
+                        names |= self._list(folder / sub, sub + "/", warnings)
                     except OSError as exc:
                         warnings.append(f"{sub}/ cannot be listed ({exc.strerror or exc})")
             self.listing.append(names)
 
     @staticmethod
-    def _list(folder: Path, prefix: str) -> set[str]:
-        """File names (and bare sub-folder names) directly in ``folder``."""
+    def _list(folder: Path, prefix: str, warnings: list[str]) -> set[str]:
+        """File names (and bare sub-folder names) directly in ``folder``.
+
+        An entry that cannot be inspected (a symlink loop) or is neither a regular file
+        nor a folder (a FIFO, a device, a symlink to nothing) is skipped with a warning
+        naming it; its siblings are still listed.
+        """
         names: set[str] = set()
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.is_file():
-                    names.add(prefix + entry.name)
-                elif not prefix and entry.is_dir():
-                    names.add(entry.name)
+                try:
+                    if entry.is_file():
+                        names.add(prefix + entry.name)
+                        continue
+                    if entry.is_dir():
+                        if not prefix:
+                            names.add(entry.name)
+                        continue
+                    mode = os.stat(entry.path).st_mode
+                except OSError as exc:
+                    reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror
+                    warnings.append(f"{prefix}{entry.name} skipped ({reason or exc})")
+                    continue
+                warnings.append(f"{prefix}{entry.name} skipped ({file_kind(mode)}, not read)")
         return names
 
     def find(self, relative: str) -> Path | None:
@@ -225,7 +242,7 @@ class _TaskFiles:
         ]
         if len(found) > 1:
             try:
-                differ = len({path.read_bytes() for _, path in found}) > 1
+                differ = len({read_regular_bytes(path) for _, path in found}) > 1
             except OSError:
                 differ = True
             if differ:
@@ -254,7 +271,7 @@ class _TaskFiles:
             if lies_outside(path, folder):
                 self.warnings.append(f"{relative} is a symlink out of the task folder; not read")
                 return None
-            data = path.read_bytes()
+            data = read_regular_bytes(path)
         except (OSError, RuntimeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             self.warnings.append(f"{relative} cannot be read ({reason}); skipped")
@@ -361,24 +378,38 @@ def _symbols_from(entries: Any) -> list[dict[str, Any]]:
     return symbols
 
 
+#: Largest line number kept: a document stores 64-bit integers only.
+_MAX_LINE = 2**63 - 1
+
+
 def _as_int(value: Any) -> int | None:
+    """A line number from an int, a whole float or a digit string; ``None`` otherwise.
+
+    Values beyond :data:`_MAX_LINE` come back as they are (the caller warns about them);
+    a digit string too long to be any line number is taken as ``_MAX_LINE + 1``.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        digits = value.strip().lstrip("0") or "0"
+        return int(digits) if len(digits) <= 19 else _MAX_LINE + 1
     return None
 
 
 def _chunks_from(entries: Any, relative: str, warnings: list[str]) -> list[dict[str, Any]]:
-    """Line-range records (``line_start``/``line_end``; ``start_line``/``line`` accepted)."""
+    """Line-range records (``line_start``/``line_end``; ``start_line``/``line`` accepted).
+
+    A range with a line number below 0 or beyond 2**63 - 1 (``1e30``) is skipped with a
+    warning: no file has such a line, and a document could not store it.
+    """
     if not isinstance(entries, list):
         return []
     chunks = []
-    skipped = 0
+    skipped = out_of_range = 0
     for entry in entries:
         if not isinstance(entry, dict):
             skipped += 1
@@ -389,6 +420,9 @@ def _chunks_from(entries: Any, relative: str, warnings: list[str]) -> list[dict[
         end = _as_int(entry.get("line_end", entry.get("end_line")))
         if key is None or start is None:
             skipped += 1
+            continue
+        if any(n is not None and not 0 <= n <= _MAX_LINE for n in (start, end)):
+            out_of_range += 1
             continue
         end = start if end is None else end
         if end < start:
@@ -404,6 +438,11 @@ def _chunks_from(entries: Any, relative: str, warnings: list[str]) -> list[dict[
         chunks.append({"file": key, "line_start": start, "line_end": end, "annotation": annotation})
     if skipped:
         warnings.append(f"{relative}: skipped {skipped} line range(s) without file or start line")
+    if out_of_range:
+        warnings.append(
+            f"{relative}: skipped {out_of_range} line range(s) with a line number out of "
+            "range (below 0 or beyond 2**63 - 1)"
+        )
     return chunks
 
 
@@ -497,8 +536,13 @@ def _from_changes(data: Any, relative: str, warnings: list[str]) -> _Candidate:
     return candidate
 
 
-def _from_diff_text(text: str, relative: str, confidence: str) -> _Candidate:
-    files, chunks = parse_unified_diff(text)
+def _from_diff_text(
+    text: str, relative: str, confidence: str, warnings: list[str] | None = None
+) -> _Candidate:
+    problems: list[str] = []
+    files, chunks = parse_unified_diff(text, problems)
+    if warnings is not None:
+        warnings.extend(f"{relative}: {problem}" for problem in problems)
     return _Candidate(
         source=relative,
         confidence=confidence,
@@ -582,7 +626,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     for relative in _PATCHES:
         text = files.read_text(relative)
         if text is not None:
-            candidate = _from_diff_text(text, relative, "high")
+            candidate = _from_diff_text(text, relative, "high", warnings)
             if not candidate.files:
                 warnings.append(f"{relative}: no file headers found in the diff")
             yield candidate
@@ -591,7 +635,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     if text is not None:
         diffs = embedded_diffs(text)
         if diffs:
-            yield _from_diff_text("\n".join(diffs), _SOLVE, "medium")
+            yield _from_diff_text("\n".join(diffs), _SOLVE, "medium", warnings)
 
     text = files.read_text(_INSTRUCTION)
     if text is not None:

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from retrieval_lib.io import read_regular_bytes
 from retrieval_lib.runs import lies_outside
 
 __all__ = [
@@ -141,8 +142,9 @@ def trajectory_agent_version(path: Path, within: Path | None = None) -> str | No
     try:
         if within is not None and lies_outside(path, within):
             return None
-        with path.open("rb") as handle:
-            head = handle.read(_AGENT_BLOCK_WINDOW).decode("utf-8-sig", errors="replace")
+        head = read_regular_bytes(path, limit=_AGENT_BLOCK_WINDOW).decode(
+            "utf-8-sig", errors="replace"
+        )
     except (OSError, ValueError, RuntimeError):
         return None
     steps = head.find('"steps"')
@@ -161,7 +163,7 @@ def _task_metrics_version(trial_dir: Path) -> tuple[str, str] | None:
     if not path.is_file() or lies_outside(path, trial_dir):
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        data = json.loads(read_regular_bytes(path).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
     for key in _TASK_METRICS_KEYS:

@@ -8,11 +8,13 @@ timestamps honour ``SOURCE_DATE_EPOCH`` for reproducible builds.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,7 +30,10 @@ __all__ = [
     "dumps_json",
     "json_safe",
     "now_iso",
+    "NotRegularFileError",
     "parse_iso_time",
+    "read_regular_bytes",
+    "safe_component",
     "safe_join",
 ]
 
@@ -181,6 +186,29 @@ def parse_iso_time(value: Any) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
+def safe_component(part: str) -> str:
+    """``part`` as the single path component :func:`safe_join` writes it under.
+
+    Separators (``/`` and ``\\``) and NUL become ``_``. Readers that look a name up on
+    disk (a config folder of an events folder) must use this too, or a name with a
+    backslash is written under one name and looked for under another.
+
+    Raises
+    ------
+    UnsafePathError
+        ``part`` is empty, ``.`` or ``..``.
+
+    Examples
+    --------
+    >>> safe_component("mcp" + chr(92) + "remote"), safe_component("a/b")
+    ('mcp_remote', 'a_b')
+    """
+    name = str(part).replace("/", "_").replace("\\", "_").replace("\x00", "_")
+    if name in ("", ".", ".."):
+        raise UnsafePathError(f"unsafe path component {part!r}")
+    return name
+
+
 def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     """Join ``parts`` under ``root`` and refuse any result that escapes ``root``.
 
@@ -193,16 +221,87 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     '/out/cfg/.._.._etc_passwd'
     """
     base = Path(root).resolve()
-    cleaned = []
-    for part in parts:
-        name = str(part).replace("/", "_").replace("\\", "_").replace("\x00", "_")
-        if name in ("", ".", ".."):
-            raise UnsafePathError(f"unsafe path component {part!r}")
-        cleaned.append(name)
+    cleaned = [safe_component(part) for part in parts]
     candidate = base.joinpath(*cleaned).resolve()
     if base != candidate and base not in candidate.parents:
         raise UnsafePathError(f"{candidate} escapes {base}")
     return candidate
+
+
+class NotRegularFileError(OSError):
+    """An input path that is not a regular file (a FIFO, a device, a socket, a folder).
+
+    An :class:`OSError` whose ``strerror`` says what the path is, so every reader that
+    already reports OS errors names it without a special case.
+    """
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` describes, for messages ("a FIFO", "a character device", ...).
+
+    Examples
+    --------
+    >>> import stat
+    >>> file_kind(stat.S_IFIFO), file_kind(stat.S_IFREG)
+    ('a FIFO', 'a regular file')
+    """
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of a regular file (at most ``limit``); anything else is refused unread.
+
+    The file is opened without blocking and checked with ``fstat`` before any byte is
+    read, so a FIFO (which would wait forever for a writer) or a device such as
+    ``/dev/zero`` (which never ends) is refused at once, and a path swapped for one
+    between a check and the read is caught too.
+
+    Raises
+    ------
+    NotRegularFileError
+        The path is a FIFO, a device or a socket (``strerror`` says which).
+    IsADirectoryError
+        The path is a folder.
+    OSError
+        Any other reason it cannot be opened (missing, permissions, a symlink loop).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> os.mkfifo(os.path.join(folder, "result.json"))
+    >>> read_regular_bytes(os.path.join(folder, "result.json"))
+    Traceback (most recent call last):
+    ...
+    retrieval_lib.io.NotRegularFileError: [Errno 22] is a FIFO, not a regular file: ...
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(
+                errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path)
+            )
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as handle:
+            fd = -1  # the file object owns it now
+            return handle.read() if limit is None else handle.read(limit)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 @functools.cache

@@ -8,8 +8,10 @@ parsing in :mod:`retrieval_lib.traces`, event extraction in
 
 Output goes to ``<run>/retrieval_events/<config>/<task>.retrieval_events.json`` or,
 with ``out``, to ``<out>/<run_id>/retrieval_events/<config>/...`` (the same layout, so
-``retrieval-lib evaluate <out>/<run_id>`` works alike). Nothing else is written;
-input artifacts are never modified.
+``retrieval-lib evaluate <out>/<run_id>`` works alike), plus
+``normalize_left_out.json`` there when the walk skipped input entries of the run
+(:func:`write_left_out`). Nothing else is written; input artifacts are never modified,
+and no output goes through a symlink that leaves the run (or ``out``).
 
 Examples
 --------
@@ -21,7 +23,9 @@ Examples
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import time
 from collections import defaultdict
@@ -37,6 +41,7 @@ from retrieval_lib.events.build import build_events, summarize_events
 from retrieval_lib.events.document import (
     DOCUMENT_SUFFIX,
     EVENTS_DIRNAME,
+    LEFT_OUT_FILENAME,
     METRICS_SUFFIX,
     document_path,
     write_document,
@@ -48,14 +53,17 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
-from retrieval_lib.io import parse_iso_time
+from retrieval_lib.io import file_kind, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
+    LeftOut,
     TaskIndex,
     TrialRef,
     TrialResult,
+    canonical_task_name,
     discover_runs,
     discover_trials,
+    lies_outside,
     read_trial_result,
 )
 from retrieval_lib.traces.atif import parse_atif
@@ -125,6 +133,11 @@ class NormalizeReport:
     failures: list[TrialOutput] = field(default_factory=list)
     #: Documents written per run folder (as given in :attr:`runs`).
     documents_by_run: dict[str, int] = field(default_factory=dict)
+    #: Input entries the folder walks skipped, ``(path, reason)`` sorted by path: a
+    #: symlink loop, a folder that cannot be listed, a trial-level ``result.json`` that
+    #: is not a regular file. Never dropped silently: each is a warning line of the CLI
+    #: and, per run, a row of ``normalize_left_out.json`` (see :data:`LEFT_OUT_FILENAME`).
+    left_out: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, output: TrialOutput, run: str | None = None) -> None:
         """Count one trial's output (``run``: the run folder it belongs to)."""
@@ -150,6 +163,7 @@ class NormalizeReport:
                 )
         self.failures.extend(other.failures)
         self.documents_by_run.update(other.documents_by_run)
+        self.left_out = sorted(dict([*self.left_out, *other.left_out]).items())
 
     @property
     def failed(self) -> int:
@@ -173,9 +187,35 @@ class NormalizeReport:
         return (
             f"normalized {len(self.runs)} run(s), {self.counts_line()}; {self.events} events"
             + (f"; {self.removed_stale} stale document(s) removed" if self.removed_stale else "")
+            + (f"; {len(self.left_out)} input entries left out" if self.left_out else "")
             + f"; {mb:.1f} MB of trace in "
             f"{self.seconds:.2f} s ({rate:.1f} MB/s)"
         )
+
+
+def _trace_present(trial_dir: Path, relative: str, reasons: list[str]) -> bool:
+    """Whether ``trial_dir/relative`` is a regular file to parse.
+
+    One that exists but is not (a FIFO, a device, a folder, a symlink loop or to nothing)
+    is named in ``reasons``, never taken for a missing trace in silence.
+    """
+    path = trial_dir / relative
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if os.path.islink(path):
+            reasons.append(f"{relative} is a symlink to nothing; not read")
+        return False
+    except (OSError, ValueError) as exc:
+        why = "a symlink loop" if getattr(exc, "errno", None) == errno.ELOOP else exc
+        reason = why.strerror if isinstance(why, OSError) and why.strerror else why
+        reasons.append(f"{relative} cannot be read ({reason})")
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    if not stat.S_ISDIR(mode):  # a folder named like a trace is no trace; anything else is named
+        reasons.append(f"{relative} is {file_kind(mode)}, not a regular file; not read")
+    return False
 
 
 def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], int]:
@@ -188,7 +228,9 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
     traj_path = trial_dir / TRAJECTORY_FILE
-    if traj_path.is_file():
+    named: list[str] = []  # trace files there but not regular files
+    traj_present = _trace_present(trial_dir, TRAJECTORY_FILE, named)
+    if traj_present:
         trace_bytes += traj_path.stat().st_size
         try:
             trajectory = parse_atif(traj_path, within=trial_dir)
@@ -201,8 +243,10 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
     transcript_path = next(
-        (trial_dir / c for c in TRANSCRIPT_CANDIDATES if (trial_dir / c).is_file()), None
+        (trial_dir / c for c in TRANSCRIPT_CANDIDATES if _trace_present(trial_dir, c, named)),
+        None,
     )
+    reasons.extend(named)
     if transcript_path is not None:
         trace_bytes += transcript_path.stat().st_size
         rel = transcript_path.relative_to(trial_dir).as_posix()
@@ -217,7 +261,8 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
 
     trace_state = "usable"
     if trajectory is None and transcript is None:
-        trace_state = "unusable" if traj_path.is_file() or transcript_path is not None else "absent"
+        usable_files = traj_present or transcript_path is not None or bool(named)
+        trace_state = "unusable" if usable_files else "absent"
         if trace_state == "unusable":
             reasons.insert(0, "no usable trace")
         else:
@@ -344,7 +389,13 @@ def build_document(
     workspace_repos = gt_repos if len(gt_repos) >= 2 else []
     started = result.agent_execution_started_at or (trace.started_at if trace else None)
     events = (
-        build_events(trace, ground_truth, agent_started_at=started, workspace_repos=workspace_repos)
+        build_events(
+            trace,
+            ground_truth,
+            agent_started_at=started,
+            workspace_repos=workspace_repos,
+            warnings=reasons,
+        )
         if trace is not None
         else []
     )
@@ -478,6 +529,23 @@ def _normalize_star(args: tuple[Any, ...]) -> TrialOutput:
     return _normalize_one(*args)
 
 
+def _read_result(trial: TrialRef) -> TrialResult:
+    """:func:`read_trial_result`, and if it ever raises, a result named after the trial
+    folder that says why: one trial's ``result.json`` never stops the other trials."""
+    try:
+        return read_trial_result(trial.trial_dir)
+    except Exception as exc:  # a defect of ours on a hostile value: contained to this trial
+        name = trial.trial_dir.name
+        task = name.rsplit("__", 1)[0] if "__" in name else name
+        return TrialResult(
+            raw_task_name=task,
+            task_name=canonical_task_name(task),
+            trial_name=name,
+            has_result_json=False,
+            warnings=[f"result.json could not be read ({type(exc).__name__}: {exc})"],
+        )
+
+
 def _plan(
     trials: Sequence[TrialRef],
 ) -> list[tuple[TrialRef, TrialResult, bool, int, str | None]]:
@@ -486,7 +554,7 @@ def _plan(
     Returns ``(trial, result, is_latest, trials_for_pair, file_suffix)`` per trial; the
     suffix is ``None`` for a pair's only trial (its document keeps the plain name).
     """
-    results = [read_trial_result(t.trial_dir) for t in trials]
+    results = [_read_result(t) for t in trials]
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (trial, result) in enumerate(zip(trials, results, strict=True)):
         groups[(trial.config_name, result.task_name)].append(i)
@@ -539,8 +607,35 @@ def normalize_run(
 
 
 def _out_root(run_dir: Path, out: str | Path | None) -> Path:
+    """A run's output folder; refused when a symlink takes it out of the run (or ``out``).
+
+    Raises
+    ------
+    InputError
+        ``<run>/retrieval_events`` (or ``<out>/<run_id>/retrieval_events``, or a folder
+        on the way) is a symlink to a place outside the run folder (or ``out``): writing
+        there, and sweeping stale documents there, would touch files that are not ours.
+    """
     if out is None:
-        return run_dir / EVENTS_DIRNAME
+        root = run_dir / EVENTS_DIRNAME
+        boundary = run_dir
+    else:
+        from retrieval_lib.io import safe_component
+
+        root = Path(out) / safe_component(run_dir.name) / EVENTS_DIRNAME
+        boundary = Path(out)
+    try:
+        outside = lies_outside(root, boundary)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise InputError(f"output folder {root} cannot be checked: {exc}") from None
+    if outside:
+        raise InputError(
+            f"output folder {root} is a symlink to {os.path.realpath(root)}, outside "
+            f"{'the run folder' if out is None else '--out'} {boundary}: refusing to write "
+            "or remove documents through it; remove the link (or use another --out)"
+        )
+    if out is None:
+        return root
     from retrieval_lib.io import safe_join
 
     return safe_join(out, run_dir.name, EVENTS_DIRNAME)
@@ -572,16 +667,23 @@ def normalize_paths(
     start = time.perf_counter()
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"--tasks-root {tasks_root} is not a folder")
-    runs = find_input_runs(paths, out)
+    left_out = LeftOut()
+    runs = find_input_runs(paths, out, left_out)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
+    if root is not None and map_fn is None:
+        # the index the trials use (built once here; pool workers inherit it): a suite or
+        # task folder it had to skip is named with the run's own entries
+        index = _task_index(root)
+        if index is not None:
+            left_out.update(index.left_out.entries())
 
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=0, unit="trial", file=sys.stderr, leave=False)
-    tracker = _RunTracker(report, bar, on_run_done)
+    tracker = _RunTracker(report, bar, on_run_done, left_out)
     jobs = tracker.jobs(runs, root, out)
     try:
         if map_fn is not None:
@@ -596,6 +698,7 @@ def normalize_paths(
         if bar is not None:
             bar.close()
     report.failures.sort(key=lambda o: o.trial_dir)
+    report.left_out = left_out.entries()
     report.seconds = time.perf_counter() - start
     return report
 
@@ -609,10 +712,12 @@ class _RunTracker:
         report: NormalizeReport,
         bar: Any = None,
         on_run_done: Callable[[str, Path, int], Any] | None = None,
+        left_out: LeftOut | None = None,
     ):
         self.report = report
         self.bar = bar
         self.on_run_done = on_run_done
+        self.left_out = left_out if left_out is not None else LeftOut()
         # per output root (one per run): run folder, trials not back yet, paths written
         self.open: dict[str, tuple[str, list[int], set[str]]] = {}
 
@@ -621,7 +726,7 @@ class _RunTracker:
     ) -> Iterator[tuple[Any, ...]]:
         for run_dir in runs:
             out_root = _out_root(run_dir, out)
-            plan = _plan(discover_trials(run_dir))
+            plan = _plan(discover_trials(run_dir, self.left_out))
             key = str(out_root)
             # before any document is written: the run is incomplete until _close
             begin_normalize(out_root, run=run_dir, tasks_root=tasks_root)
@@ -649,6 +754,7 @@ class _RunTracker:
     def _close(self, key: str) -> None:
         run, _, written = self.open.pop(key)
         self.report.removed_stale += _remove_stale_documents([Path(key)], written)
+        write_left_out(Path(key), Path(run), self.left_out.entries(under=run))
         run_path = Path(run).resolve()
         failed = [
             {"trial": os.path.relpath(o.trial_dir, run_path), "error": o.error}
@@ -661,23 +767,53 @@ class _RunTracker:
             self.on_run_done(run, Path(key), self.report.documents_by_run.get(run, 0))
 
 
-def find_input_runs(paths: Iterable[str | Path], out: str | Path | None) -> list[Path]:
+def find_input_runs(
+    paths: Iterable[str | Path], out: str | Path | None, left_out: LeftOut | None = None
+) -> list[Path]:
     """The run folders under ``paths``, resolved (so that "." has a name: the run id is the
-    run folder's name).
+    run folder's name). Entries the search skipped are recorded in ``left_out``.
 
     Raises
     ------
     InputError
-        No run folder with trials is found, or (with ``out``) two runs share a run id and
-        would write to the same output folder.
+        No run folder with trials is found (naming the entries left out, if any), (with
+        ``out``) two runs share a run id and would write to the same output folder, or a
+        run's output folder is a symlink that leaves the run (or ``out``).
     """
     paths = list(paths)
-    runs = discover_runs([Path(p).resolve() for p in paths])
+    found = left_out if left_out is not None else LeftOut()
+    runs = discover_runs([Path(p).resolve() for p in paths], found)
     if not runs:
-        raise InputError("no run folders with trials found under " + ", ".join(map(str, paths)))
+        skipped = "".join(f"; left out: {p}: {r}" for p, r in found.entries()[:5])
+        raise InputError(
+            "no run folders with trials found under " + ", ".join(map(str, paths)) + skipped
+        )
     if out is not None:
         _refuse_colliding_run_ids(runs)
+    for run in runs:
+        _out_root(run, out)  # refuses an output folder that a symlink takes elsewhere
     return runs
+
+
+def write_left_out(out_root: Path, run_dir: Path, entries: Sequence[tuple[str, str]]) -> None:
+    """Record the entries of one run that normalisation left out, paths relative to the run.
+
+    ``<out_root>/normalize_left_out.json`` holds ``{"left_out": [{"path", "reason"}]}``;
+    ``evaluate`` copies it into the run summary (``counts.left_out``). With nothing left
+    out the file is removed, so an old list never outlives its cause.
+    """
+    from retrieval_lib.io import atomic_write_json
+
+    target = out_root / LEFT_OUT_FILENAME
+    if not entries:
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        return
+    rows = [
+        {"path": os.path.relpath(path, run_dir) if path != str(run_dir) else ".", "reason": why}
+        for path, why in entries
+    ]
+    atomic_write_json(target, {"left_out": rows})
 
 
 def _refuse_colliding_run_ids(runs: Sequence[Path]) -> None:
@@ -706,8 +842,8 @@ def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int
     """
     removed = 0
     for root in out_roots:
-        if not root.is_dir():
-            continue
+        if not root.is_dir() or lies_outside(root, root.parent):
+            continue  # never sweep through a link out (find_input_runs refuses those runs)
         for path in root.resolve().rglob("*" + DOCUMENT_SUFFIX):
             if str(path) in written:
                 continue

@@ -20,20 +20,22 @@ folder's name (``baseline``/``mcp``).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.io import parse_iso_time
+from retrieval_lib.io import parse_iso_time, read_regular_bytes
 
 __all__ = [
     "OUTPUT_DIRNAMES",
+    "LeftOut",
     "TaskIndex",
     "TrialRef",
     "TrialResult",
@@ -103,42 +105,134 @@ class TrialRef:
 # --------------------------------------------------------------------------- discovery
 
 
-def _subdirs(path: Path) -> list[os.DirEntry[str]]:
-    """Visible sub-folders of ``path`` sorted by name; [] when unreadable."""
+class LeftOut:
+    """Input entries a folder walk could not use, each with why: nothing is dropped silently.
+
+    A folder that cannot be listed (permissions), a symlink loop, a symlink to nothing,
+    a trial-level folder whose ``result.json`` cannot be read: the walk skips only that
+    entry, goes on with its siblings, and records it here (one reason per path, the
+    first one found). :meth:`lines` gives the warning lines the CLI prints.
+
+    Examples
+    --------
+    >>> left = LeftOut()
+    >>> left.add("runs/loop", "a symlink loop")
+    >>> left.add("runs/loop", "a symlink loop")  # recorded once
+    >>> left.entries()
+    [('runs/loop', 'a symlink loop')]
+    >>> left.lines()
+    ['left out: runs/loop: a symlink loop']
+    """
+
+    def __init__(self) -> None:
+        self._reasons: dict[str, str] = {}
+
+    def add(self, path: str | os.PathLike[str], reason: str) -> None:
+        self._reasons.setdefault(os.fspath(path), reason)
+
+    def update(self, entries: Iterable[tuple[str, str]]) -> None:
+        for path, reason in entries:
+            self.add(path, reason)
+
+    def entries(self, under: str | os.PathLike[str] | None = None) -> list[tuple[str, str]]:
+        """``(path, reason)`` pairs sorted by path (only those below ``under`` when given)."""
+        items = sorted(self._reasons.items())
+        if under is None:
+            return items
+        prefix = os.fspath(under).rstrip("/") + "/"
+        return [(p, r) for p, r in items if p.startswith(prefix) or p == prefix[:-1]]
+
+    def lines(self) -> list[str]:
+        return [f"left out: {path}: {reason}" for path, reason in self.entries()]
+
+    def __len__(self) -> int:
+        return len(self._reasons)
+
+
+def _os_reason(exc: OSError) -> str:
+    """A short reason for an OS error on an entry: a symlink loop is named as one."""
+    if exc.errno == errno.ELOOP:
+        return "a symlink loop"
+    return exc.strerror or str(exc)
+
+
+def _subdirs(path: Path, left_out: LeftOut | None = None) -> list[os.DirEntry[str]]:
+    """Visible sub-folders of ``path`` sorted by name.
+
+    A bad entry (a symlink loop, a symlink to nothing, one that cannot be inspected) is
+    skipped alone and recorded in ``left_out``; so is ``path`` itself when it cannot be
+    listed (then ``[]``).
+    """
+    found: list[os.DirEntry[str]] = []
     try:
         with os.scandir(path) as entries:
-            found = [
-                e
-                for e in entries
-                if not e.name.startswith(".")
-                and e.name not in OUTPUT_DIRNAMES
-                and e.is_dir(follow_symlinks=True)
-            ]
-    except OSError:
+            for entry in entries:
+                if entry.name.startswith(".") or entry.name in OUTPUT_DIRNAMES:
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=True):
+                        found.append(entry)
+                    elif (
+                        left_out is not None
+                        and entry.is_symlink()
+                        and not os.path.exists(entry.path)
+                    ):
+                        left_out.add(entry.path, _dangling_reason(entry.path))
+                except OSError as exc:
+                    if left_out is not None:
+                        left_out.add(entry.path, _os_reason(exc))
+    except OSError as exc:
+        if left_out is not None:
+            left_out.add(path, f"cannot be listed ({_os_reason(exc)})")
         return []
     found.sort(key=lambda e: e.name)
     return found
 
 
-def _is_trial_dir(path: str) -> bool:
-    """A trial folder has ``agent/`` or a trial-level ``result.json`` (see module doc)."""
+def _dangling_reason(path: str) -> str:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop"
+        return f"a symlink to nothing ({_os_reason(exc)})"
+    return "a symlink that cannot be followed"
+
+
+def _is_trial_dir(path: str, left_out: LeftOut | None = None) -> bool:
+    """A trial folder has ``agent/`` or a trial-level ``result.json`` (see module doc).
+
+    A folder at the trial level that cannot be listed, or whose ``result.json`` cannot be
+    read (not a regular file, permissions) while it has no ``agent/``, is recorded in
+    ``left_out``: it may be a trial, and it is never dropped without a word.
+    """
     has_result = holds_trials = False
     try:
         with os.scandir(path) as entries:
             for entry in entries:
                 name = entry.name
-                if name == "agent" and entry.is_dir():
-                    return True
-                if name == "result.json":
-                    has_result = True
-                elif "__" in name and entry.is_dir():
-                    holds_trials = True
-    except OSError:
+                try:
+                    if name == "agent" and entry.is_dir():
+                        return True
+                    if name == "result.json":
+                        has_result = True
+                    elif "__" in name and entry.is_dir():
+                        holds_trials = True
+                except OSError as exc:
+                    if left_out is not None:
+                        left_out.add(entry.path, _os_reason(exc))
+    except OSError as exc:
+        if left_out is not None:
+            left_out.add(path, f"cannot be listed ({_os_reason(exc)})")
         return False
     if holds_trials or not has_result:
         return False  # a job or batch folder (it holds trial folders), or nothing
-    data, _problem = _load_json_object(Path(path), "result.json")
-    return data is not None and ("trial_name" in data or "task_name" in data)
+    data, problem = _load_json_object(Path(path), "result.json")
+    if data is None:
+        if left_out is not None and problem is not None:
+            left_out.add(path, f"{problem}, and no agent/ folder: not read as a trial")
+        return False
+    return "trial_name" in data or "task_name" in data
 
 
 def _archive_config_name(group: str, job_name: str) -> str:
@@ -167,13 +261,13 @@ def _require_utf8_names(run_dir: Path, *names: str) -> None:
             ) from None
 
 
-def _iter_trials(run_dir: Path) -> Iterator[TrialRef]:
+def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[TrialRef]:
     run_id = run_dir.name
-    for level1 in _subdirs(run_dir):
-        for level2 in _subdirs(Path(level1.path)):
+    for level1 in _subdirs(run_dir, left_out):
+        for level2 in _subdirs(Path(level1.path), left_out):
             is_batch = bool(_BATCH_TIMESTAMP_RE.match(level2.name))
-            for level3 in _subdirs(Path(level2.path)):
-                if not _is_trial_dir(level3.path):
+            for level3 in _subdirs(Path(level2.path), left_out):
+                if not _is_trial_dir(level3.path, left_out):
                     continue
                 _require_utf8_names(run_dir, level1.name, level2.name, level3.name)
                 if is_batch:
@@ -198,13 +292,16 @@ def _iter_trials(run_dir: Path) -> Iterator[TrialRef]:
                     )
 
 
-def discover_trials(run_dir: Path) -> list[TrialRef]:
+def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[TrialRef]:
     """Every trial of one run folder, in both layouts, sorted by path.
 
     Parameters
     ----------
     run_dir
         A run folder (``runs/official/<run_id>``).
+    left_out
+        Receives the entries skipped on the way (a symlink loop, a folder that cannot be
+        listed, an unreadable trial-level ``result.json``); their siblings are still found.
 
     Returns
     -------
@@ -216,19 +313,21 @@ def discover_trials(run_dir: Path) -> list[TrialRef]:
     >>> discover_trials(Path("runs/official/ccb_design_haiku_20260228_025547"))  # doctest: +SKIP
     [TrialRef(..., config_name='baseline-local-direct', batch_timestamp='2026-02-28__03-13-55', ...)]
     """
-    return list(_iter_trials(Path(run_dir)))
+    return list(_iter_trials(Path(run_dir), left_out))
 
 
-def _has_trials(folder: Path) -> bool:
-    return next(_iter_trials(folder), None) is not None
+def _has_trials(folder: Path, left_out: LeftOut | None = None) -> bool:
+    return next(_iter_trials(folder, left_out), None) is not None
 
 
-def discover_runs(paths: Sequence[Path]) -> list[Path]:
+def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> list[Path]:
     """Run folders under ``paths``; each path is a run folder or a folder of runs (any depth).
 
     A folder is a run when a trial sits three levels below it; otherwise its sub-folders
     are searched (hidden and output folders skipped, symlink loops cut, at most
-    8 levels deep).
+    8 levels deep). A folder that cannot be listed and a bad entry (a symlink loop, a
+    symlink to nothing) are skipped alone, recorded in ``left_out``, and their siblings
+    are still searched.
 
     Raises
     ------
@@ -248,10 +347,10 @@ def discover_runs(paths: Sequence[Path]) -> list[Path]:
         if real in seen or depth > _MAX_SEARCH_DEPTH:
             return
         seen.add(real)
-        if _has_trials(folder):
+        if _has_trials(folder, left_out):
             found.setdefault(real, folder)
             return
-        for child in _subdirs(folder):
+        for child in _subdirs(folder, left_out):
             visit(folder / child.name, depth + 1)
 
     for raw in paths:
@@ -348,7 +447,7 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     try:
         if lies_outside(path, folder):
             return None, f"{name} is a symlink out of the trial folder; not read"
-        raw = path.read_bytes()
+        raw = read_regular_bytes(path)
     except FileNotFoundError:
         return None, f"{name} missing"
     except (OSError, ValueError, RuntimeError) as exc:  # permissions, a folder, a loop
@@ -408,9 +507,14 @@ def _get(data: Any, *keys: str) -> Any:
 
 
 def _number(value: Any) -> float | None:
+    """A finite float from a JSON number; ``None`` for anything else, an integer beyond
+    float range (a 400-digit number) included."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
     return number if math.isfinite(number) else None
 
 
@@ -427,6 +531,8 @@ def _describe(value: Any) -> str:
     """A short, safe rendering of an unexpected JSON value for a warning."""
     if isinstance(value, (dict, list)):
         return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {len(str(abs(value)))} digits"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -506,7 +612,7 @@ def _reward_from_file(trial_dir: Path) -> float | None:
     try:
         if lies_outside(path, trial_dir):
             return None  # a symlink out of the trial folder: never read
-        text = path.read_text(encoding="utf-8-sig").strip()
+        text = read_regular_bytes(path, limit=4096).decode("utf-8-sig").strip()
     except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
         return None
     try:
@@ -694,14 +800,16 @@ class TaskIndex:
         self.root = Path(tasks_root)
         if not self.root.is_dir():
             raise InputError(f"tasks root {self.root} does not exist or is not a folder")
+        #: Entries of the task tree skipped (a symlink loop, a suite that cannot be listed).
+        self.left_out = LeftOut()
         self._tasks: dict[str, list[tuple[bool, str, Path]]] = {}
-        for suite in _subdirs(self.root):
+        for suite in _subdirs(self.root, self.left_out):
             suite_path = self.root / suite.name
             if (suite_path / "task.toml").is_file():
                 # tasks_root is itself a suite folder
                 self._add(suite.name, self.root.name, suite_path)
                 continue
-            for task in _subdirs(suite_path):
+            for task in _subdirs(suite_path, self.left_out):
                 self._add(task.name, suite.name, suite_path / task.name)
         for folders in self._tasks.values():
             # suites with task.toml first, then by suite name

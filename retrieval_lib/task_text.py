@@ -78,7 +78,14 @@ def _diff_path(header_value: str) -> str | None:
     return normalize_path(value, from_diff=True)
 
 
-def parse_unified_diff(text: str) -> tuple[list[str], list[dict[str, Any]]]:
+#: Most digits a hunk-header number may have: below 2**63 (what a document can store),
+#: and far below Python's limit on converting digit strings to integers.
+_MAX_HUNK_DIGITS = 18
+
+
+def parse_unified_diff(
+    text: str, warnings: list[str] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Files and new-side hunk ranges of a unified diff.
 
     Hunk bodies are skipped by their line counts, so a removed line that starts with
@@ -86,7 +93,9 @@ def parse_unified_diff(text: str) -> tuple[list[str], list[dict[str, Any]]]:
     deleted file (``+++ /dev/null``) counts under its old name with its old-file ranges;
     a renamed (or copied) file counts under its old name too, the one the agent's
     checkout holds, before its new name;
-    a pure deletion hunk (``+c,0``) gives the one-line range at ``c``.
+    a pure deletion hunk (``+c,0``) gives the one-line range at ``c``. A hunk header
+    with a number of more than 18 digits gives no range (its file still counts); it is
+    counted in ``warnings`` when given.
 
     Returns
     -------
@@ -107,6 +116,7 @@ def parse_unified_diff(text: str) -> tuple[list[str], list[dict[str, Any]]]:
     git_new: str | None = None
     current_deleted = False
     old_left = new_left = 0
+    out_of_range = 0
     for line in text.splitlines():
         if old_left > 0 or new_left > 0:
             tag = line[:1]
@@ -147,6 +157,10 @@ def parse_unified_diff(text: str) -> tuple[list[str], list[dict[str, Any]]]:
             match = _HUNK_RE.match(line)
             if match is None:
                 continue
+            if any(len(match[i] or "") > _MAX_HUNK_DIGITS for i in (1, 2, 3, 4)):
+                out_of_range += 1  # a line number no file has: no range, no body count
+                old_left = new_left = 0
+                continue
             old_left = int(match[2]) if match[2] is not None else 1
             new_left = int(match[4]) if match[4] is not None else 1
             if current is not None:
@@ -165,6 +179,11 @@ def parse_unified_diff(text: str) -> tuple[list[str], list[dict[str, Any]]]:
                 )
     if git_new is not None and current is None:
         files.setdefault(git_new, None)
+    if out_of_range and warnings is not None:
+        warnings.append(
+            f"{out_of_range} hunk header(s) with a line number of more than "
+            f"{_MAX_HUNK_DIGITS} digits: no line range taken from them"
+        )
     return list(files), chunks
 
 

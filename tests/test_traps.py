@@ -1141,7 +1141,20 @@ def test_layout_traps(tmp_path: Path) -> None:
     out = tmp_path / "out"
     report = normalize_paths([run], tmp_path / "tasks", out=out)
     assert (report.trials, report.failed) == (3, 0)
-    docs = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.json"))
+    # The broken symlink is skipped alone, and named (issue 18: nothing left out unseen).
+    assert report.left_out == [
+        (str(batch / "broken__1234567"), "a symlink to nothing (No such file or directory)")
+    ]
+    left = json.loads((out / "run1" / "retrieval_events" / "normalize_left_out.json").read_text())
+    assert left == {
+        "left_out": [
+            {
+                "path": f"baseline-local-direct/{BATCH}/broken__1234567",
+                "reason": "a symlink to nothing (No such file or directory)",
+            }
+        ]
+    }
+    docs = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.retrieval_events.json"))
     assert docs == [
         "run1/retrieval_events/baseline-local-direct/demo-task-001__abcdefg.retrieval_events.json",
         "run1/retrieval_events/baseline-local-direct/demo-task-001__zzzzzzz.retrieval_events.json",
@@ -1224,14 +1237,16 @@ def test_permission_denied_result_json(tmp_path: Path, monkeypatch: pytest.Monke
     if os.geteuid() == 0:
         # root reads a chmod 000 file: refuse the read the way the kernel refuses another
         # user, so that CI (root in a container) runs this test too
-        real_read_bytes = Path.read_bytes
+        import retrieval_lib.runs
 
-        def read_bytes(self: Path) -> bytes:
-            if self == result:
-                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
-            return real_read_bytes(self)
+        real_read = retrieval_lib.runs.read_regular_bytes
 
-        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        def read_bytes(path: Path, limit: int | None = None) -> bytes:
+            if Path(path) == result:
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+            return real_read(path, limit)
+
+        monkeypatch.setattr(retrieval_lib.runs, "read_regular_bytes", read_bytes)
     try:
         warning = read_trial_result(trial).warnings[0]
         assert warning == "result.json unreadable (Permission denied)"

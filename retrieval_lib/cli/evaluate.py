@@ -58,9 +58,13 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate every root; one that fails is reported and the others still run."""
     from retrieval_lib.errors import RetrievalLibError
     from retrieval_lib.metrics.summary import find_events_roots
+    from retrieval_lib.runs import LeftOut
 
-    roots = find_events_roots(args.paths)
-    failed = 0
+    left_out = LeftOut()
+    roots = find_events_roots(args.paths, left_out)
+    for line in left_out.lines():  # a folder of runs with one that cannot be listed
+        print(line, file=sys.stderr)
+    failed = len(left_out)
     with dask_mapper(args, progress=sys.stderr.isatty()) as map_fn:
         if map_fn is not None:
             from retrieval_lib.distributed import evaluate_runs_dask

@@ -60,5 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for output in report.failures:
             print(f"failed: {output.trial_dir}: {output.error}", file=sys.stderr)
+        for path, reason in report.left_out:
+            print(f"left out: {path}: {reason}", file=sys.stderr)
     print(report.summary_line())
-    return 1 if report.failed else 0
+    # an entry left out may be a lost trial: as for a failed one, the exit status says so
+    return 1 if report.failed or report.left_out else 0

@@ -218,16 +218,29 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _salient_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+def _salient_arguments(
+    arguments: dict[str, Any], dropped: list[str] | None = None
+) -> dict[str, Any]:
+    """The arguments worth keeping in an event, as JSON-safe copies.
+
+    A value the document cannot hold (nested deeper than the writer follows, an integer
+    beyond 64 bits) becomes ``None`` and its name and reason go to ``dropped``: one bad
+    argument costs that argument, never the event or the trial.
+    """
     out: dict[str, Any] = {}
     for name, value in arguments.items():
         if name not in _SALIENT_NAMES:
             continue
         if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
             value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
-        elif isinstance(value, (dict, list)):
+        elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
             # nested values are rare here (repos lists); keep JSON-safe copies of scalars
-            value = orjson.loads(orjson.dumps(value, default=str))
+            try:
+                value = orjson.loads(orjson.dumps(value, default=str))
+            except orjson.JSONEncodeError as exc:  # "Recursion limit reached", huge int
+                if dropped is not None:
+                    dropped.append(f"{name} ({exc})")
+                value = None
         out[name] = value
     return out
 
@@ -542,6 +555,7 @@ def build_events(
     *,
     agent_started_at: str | None = None,
     workspace_repos: Collection[str] = (),
+    warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Turn a parsed trace into retrieval events, one per tool call, in trace order.
 
@@ -557,6 +571,9 @@ def build_events(
     workspace_repos
         Repositories checked out side by side under the workspace root (multi-repo tasks),
         passed to :func:`retrieval_lib.paths.normalize_path`.
+    warnings
+        Receives one line per argument that could not be kept (nested too deeply, an
+        integer beyond 64 bits); the argument is ``None`` in its event.
 
     Returns
     -------
@@ -582,8 +599,16 @@ def build_events(
     started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
     time_cache: dict[str, datetime | None] = {}
     events: list[dict[str, Any]] = []
+    dropped: list[str] = []
     for step_index, call in enumerate(trace.tool_calls):
-        events.append(_event(step_index, call, paths, gt_set, started, time_cache))
+        events.append(_event(step_index, call, paths, gt_set, started, time_cache, dropped))
+        if dropped:
+            if warnings is not None:
+                warnings.extend(
+                    f"tool call #{step_index} ({call.name}): argument {what} not kept"
+                    for what in dropped
+                )
+            dropped.clear()
     return events
 
 
@@ -594,6 +619,7 @@ def _event(
     gt_set: frozenset[str],
     started: datetime | None,
     time_cache: dict[str, datetime | None],
+    dropped: list[str] | None = None,
 ) -> dict[str, Any]:
     info = classify_tool(call.name)
     category: str = info.category
@@ -665,7 +691,7 @@ def _event(
         "is_mcp": info.is_mcp,
         "is_subagent": call.parent_call_id is not None or bool(call.is_sidechain),
         "tool_call_id": call.call_id,
-        "arguments": _salient_arguments(args),
+        "arguments": _salient_arguments(args, dropped),
         "target_files": target_files,
         "target_sources": dict(targets.files),
         "target_symbols": list(dict.fromkeys(symbols)),

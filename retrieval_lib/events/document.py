@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,7 +27,7 @@ import orjson
 
 from retrieval_lib import EVENTS_SCHEMA_VERSION, __version__
 from retrieval_lib.errors import InputError, SchemaError, UnsupportedSchemaVersion
-from retrieval_lib.io import atomic_write_bytes, load_package_json, safe_join
+from retrieval_lib.io import atomic_write_bytes, load_package_json, read_regular_bytes, safe_join
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DOCUMENT_SUFFIX",
     "EVENTS_DIRNAME",
+    "LEFT_OUT_FILENAME",
     "METRICS_SUFFIX",
     "SUPPORTED_MAJOR",
     "document_filename",
@@ -159,6 +161,10 @@ def minimal_document(*, run_id: str, task_name: str, config_name: str) -> dict[s
     }
 
 
+#: Written by ``normalize`` in an events folder when it skipped input entries of the run
+#: (``{"left_out": [{"path", "reason"}]}``); ``evaluate`` copies it into the run summary.
+LEFT_OUT_FILENAME = "normalize_left_out.json"
+
 #: Longest file-name stem in bytes: with the suffixes it stays under the usual 255.
 MAX_STEM_BYTES = 200
 
@@ -228,9 +234,9 @@ def load_document(path: str | Path, *, validate: bool = True) -> dict[str, Any]:
     """
     p = Path(path)
     try:
-        data = p.read_bytes()
+        data = read_regular_bytes(p)  # a FIFO or a link to /dev/zero: refused, not read
     except OSError as exc:
-        raise InputError(f"cannot read {p}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read {p}: {_os_reason(exc)}") from None
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -242,15 +248,36 @@ def load_document(path: str | Path, *, validate: bool = True) -> dict[str, Any]:
     return doc
 
 
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "a symlink loop"
+    return exc.strerror or str(exc)
+
+
 def find_documents(paths: Iterable[str | Path]) -> list[Path]:
-    """Every ``*.retrieval_events.json`` file given or found below the given folders, sorted."""
+    """Every ``*.retrieval_events.json`` given or found below the given folders, sorted.
+
+    Every entry with the document suffix that is not a folder is listed, a symlink (to
+    ``/dev/zero``, to nothing, a loop) and a FIFO included: :func:`load_document` then
+    refuses it with the reason, so a reader names it instead of leaving it out unseen.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> os.symlink("/dev/zero", folder / "t.retrieval_events.json")
+    >>> [p.name for p in find_documents([folder])]
+    ['t.retrieval_events.json']
+    """
     found: set[Path] = set()
     for raw in paths:
         p = Path(raw)
-        if p.is_file():
+        if p.is_dir():
+            found.update(
+                q for q in p.rglob("*" + DOCUMENT_SUFFIX) if q.is_symlink() or not q.is_dir()
+            )
+        elif p.is_file() or p.is_symlink() or p.exists():
             found.add(p)
-        elif p.is_dir():
-            found.update(q for q in p.rglob("*" + DOCUMENT_SUFFIX) if q.is_file())
         else:
             raise InputError(f"no such file or folder: {p}")
     return sorted(found)

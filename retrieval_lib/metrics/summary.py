@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import io
+import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +31,7 @@ import numpy as np
 from retrieval_lib import __version__
 from retrieval_lib.completion import finish_evaluate
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
-from retrieval_lib.events.document import EVENTS_DIRNAME
+from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
 from retrieval_lib.io import atomic_write_bytes, atomic_write_text, dumps_json, load_package_json
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
@@ -412,14 +413,51 @@ def _events_dir(path: Path) -> Path:
     if not path.is_dir():
         raise InputError(f"not a folder: {path}")
     nested = path / EVENTS_DIRNAME
-    return nested if nested.is_dir() else path
+    if nested.is_dir():
+        _refuse_link_out(nested, path)
+        return nested
+    return path
 
 
-def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
+def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
+    """Evaluate writes beside the documents: never through a link that leaves the run."""
+    real_run = os.path.realpath(run_dir)
+    real_events = os.path.realpath(events_dir)
+    if os.path.commonpath([real_run, real_events]) != real_run:
+        raise InputError(
+            f"{events_dir} is a symlink to {os.path.realpath(events_dir)}, outside the run "
+            f"folder {run_dir}: refusing to write the metrics through it; remove the link"
+        )
+
+
+def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
+    """Every entry named like a document below ``path`` (not a folder), symlinked folders
+    not followed; a folder that cannot be listed, and a ``retrieval_events`` folder that
+    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``)."""
+    found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        if left_out is not None:
+            left_out.add(exc.filename or str(path), f"cannot be listed ({exc.strerror or exc})")
+
+    for folder, dirnames, filenames in os.walk(path, onerror=unreadable):
+        base = Path(folder)
+        for name in dirnames:
+            if name == EVENTS_DIRNAME and left_out is not None and (base / name).is_symlink():
+                left_out.add(str(base / name), "a symlink; not followed")
+            if name.endswith(EVENTS_SUFFIX) and (base / name).is_symlink():
+                found.append(base / name)  # a link to a folder: named when loaded
+        found.extend(base / name for name in filenames if name.endswith(EVENTS_SUFFIX))
+    return sorted(found)
+
+
+def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list[Path]:
     """Events folders below ``paths``: a run folder, an events folder or a folder of runs.
 
     An events folder holds ``<config>/<task>.retrieval_events.json`` (or the documents
-    directly); a run folder holds an ``retrieval_events/`` events folder.
+    directly); a run folder holds an ``retrieval_events/`` events folder. Searching a
+    folder of runs, a sub-folder that cannot be listed is recorded in ``left_out`` (a
+    :class:`~retrieval_lib.runs.LeftOut`), never skipped unseen.
 
     Raises
     ------
@@ -432,6 +470,7 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
         if not path.is_dir():
             raise InputError(f"not a folder: {path}")
         if (path / EVENTS_DIRNAME).is_dir():
+            _refuse_link_out(path / EVENTS_DIRNAME, path)
             roots.add(path / EVENTS_DIRNAME)
             continue
         if path.resolve().parent.name == EVENTS_DIRNAME:
@@ -439,7 +478,7 @@ def find_events_roots(paths: Iterable[str | Path]) -> list[Path]:
                 f"{path} is a config folder; pass the events folder above it "
                 "so the run summary covers every config"
             )
-        found = sorted(p for p in path.rglob("*" + EVENTS_SUFFIX) if p.is_file())
+        found = _walk_documents(path, left_out)
         if not found:
             raise InputError(
                 f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {path}; "
@@ -607,6 +646,34 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     return write_run_outputs(events_dir, doc_paths, outcomes, started=started)
 
 
+def read_left_out(events_dir: Path) -> list[dict[str, str]]:
+    """The entries normalisation left out of this run (``[]`` when none were).
+
+    Read from ``normalize_left_out.json`` and copied into the run summary as
+    ``counts.left_out`` so that every report built on the summary can list them. A file
+    that cannot be read is itself reported as a row.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> read_left_out(Path(tempfile.mkdtemp()))
+    []
+    """
+    import json
+
+    from retrieval_lib.io import read_regular_bytes
+
+    path = events_dir / LEFT_OUT_FILENAME
+    if not os.path.lexists(path):
+        return []
+    try:
+        data = json.loads(read_regular_bytes(path))
+        rows = data["left_out"]
+        return [{"path": str(row["path"]), "reason": str(row["reason"])} for row in rows]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [{"path": LEFT_OUT_FILENAME, "reason": f"cannot be read ({exc})"}]
+
+
 def write_run_outputs(
     events_dir: Path,
     doc_paths: Sequence[Path],
@@ -642,6 +709,9 @@ def write_run_outputs(
         }
         for p, message in failures
     ]
+    left_out = read_left_out(events_dir)
+    if left_out:
+        summary["counts"]["left_out"] = left_out
     summary_path = atomic_write_text(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )

@@ -395,4 +395,10 @@ def load(
     prepared: PreparedRuns = prepare_runs(
         list(paths), tasks_root, out=out, workers=workers, k=k, log=log
     )
-    return load_evaluated(prepared.events_dirs, config_map=config_map, options=options)
+    loaded = load_evaluated(prepared.events_dirs, config_map=config_map, options=options)
+    outside_runs = prepared.exclusion_rows()  # e.g. a run folder that cannot be listed
+    if not outside_runs:
+        return loaded
+    extra = pd.DataFrame(outside_runs, columns=list(loaded.exclusions.columns))
+    frames = [f for f in (loaded.exclusions, extra) if not f.empty]
+    return replace(loaded, exclusions=pd.concat(frames, ignore_index=True))

@@ -206,6 +206,22 @@ class PreparedRuns:
     given: list[str] = field(default_factory=list)
     summary_line: str | None = None
     evaluate_failures: list[tuple[str, str]] = field(default_factory=list)
+    #: Input entries skipped while finding and normalising the runs, ``(path, reason)``
+    #: (a symlink loop, a run folder that cannot be listed): each is also a log line.
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+
+    def exclusion_rows(self) -> list[dict[str, Any]]:
+        """Exclusion rows (stage ``discover``) for the entries left out outside every
+        studied run: those inside a run are rows of its run summary already."""
+        runs = [d.parent if d.name == EVENTS_DIRNAME else d for d in self.events_dirs]
+        rows = []
+        for path, reason in self.left_out:
+            inside = [r for r in runs if Path(path).is_relative_to(r)]
+            if not inside:
+                rows.append(
+                    {"run_id": None, "trial_id": path, "stage": "discover", "reason": reason}
+                )
+        return rows
 
 
 def _read_fingerprint(events_dir: Path) -> str | None:
@@ -266,18 +282,19 @@ def prepare_runs(
     """
     from retrieval_lib.metrics.summary import find_events_roots
     from retrieval_lib.normalize import normalize_paths
-    from retrieval_lib.runs import discover_runs
+    from retrieval_lib.runs import LeftOut, discover_runs
 
     say = log or (lambda _line: None)
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"--tasks-root {tasks_root} is not a folder")
     prepared = PreparedRuns()
+    left_out = LeftOut()
     raw_runs: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             raise InputError(f"no such run folder: {path}")
-        runs = discover_runs([path.resolve()])
+        runs = discover_runs([path.resolve()], left_out)
         if runs:
             raw_runs.extend(r for r in runs if r not in raw_runs)
             continue
@@ -323,6 +340,7 @@ def prepare_runs(
             )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
+        left_out.update(report.left_out)
         if map_fn is None:
             outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers)
         for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
@@ -337,6 +355,9 @@ def prepare_runs(
             prepared.normalized.append(run.name)
             prepared.events_dirs.append(events_dir)
     prepared.events_dirs = sorted(set(prepared.events_dirs))
+    prepared.left_out = left_out.entries()
+    for line in left_out.lines():
+        say(line)
     if not prepared.events_dirs:
         raise InputError("no evaluated run to study under " + ", ".join(map(str, paths)))
     return prepared
@@ -561,6 +582,16 @@ class StudyTables:
     exclusions: pd.DataFrame
 
 
+def _config_folder(config: str) -> str:
+    """The folder :func:`~retrieval_lib.events.document.document_path` wrote a config to."""
+    from retrieval_lib.io import safe_component
+
+    try:
+        return safe_component(config)
+    except RetrievalLibError:
+        return config  # no document can be there: the read fails and is an exclusion
+
+
 def _trial_id(run_id: str, config: str, document: str) -> str:
     return f"{run_id}/{config}/{document.removesuffix(DOCUMENT_SUFFIX)}"
 
@@ -600,7 +631,8 @@ def read_evaluated(
             seen_runs[run_id] = events_dir
         details: list[dict[str, Any]] = []
         for row in table[["run_id", "config_name", "source_document"]].itertuples(index=False):
-            doc_path = events_dir / str(row.config_name) / str(row.source_document)
+            # the config folder is named as the writer names it (a backslash becomes "_")
+            doc_path = events_dir / _config_folder(str(row.config_name)) / str(row.source_document)
             trial_id = _trial_id(str(row.run_id), str(row.config_name), str(row.source_document))
             family = mapping.get(str(row.config_name).lower(), str(row.config_name))
             try:
@@ -651,8 +683,9 @@ def read_evaluated(
 
 
 def _invalid_documents(events_dir: Path) -> pd.DataFrame:
-    """Trials a run lost: documents its evaluation could not load (run summary) and
-    trials whose normalisation failed (recorded by :func:`prepare_runs`)."""
+    """Trials a run lost: input entries its normalisation left out and documents its
+    evaluation could not load (run summary), and trials whose normalisation failed
+    (recorded by :func:`prepare_runs`)."""
     import json
 
     from retrieval_lib.metrics.summary import SUMMARY_FILENAME
@@ -671,6 +704,15 @@ def _invalid_documents(events_dir: Path) -> pd.DataFrame:
             if not isinstance(data, dict):
                 continue
         if key == "invalid":
+            for item in (data.get("counts") or {}).get("left_out") or []:
+                rows.append(
+                    {
+                        "run_id": run_id,
+                        "trial_id": f"{run_id}/{item.get('path')}",
+                        "stage": "discover",
+                        "reason": f"left out by normalize: {item.get('reason')}",
+                    }
+                )
             for item in (data.get("counts") or {}).get("invalid_documents") or []:
                 document = str(item.get("document", "")).removesuffix(DOCUMENT_SUFFIX)
                 rows.append(

@@ -27,6 +27,7 @@ transcript's ``input + cache_creation + cache_read + output``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -65,6 +66,16 @@ def _as_int(value: Any) -> int | None:
     return value if type(value) is int and 0 <= value < _MAX_TOKENS else None
 
 
+def _shape(value: Any) -> str:
+    """A short description of an unexpected JSON value for a warning."""
+    if isinstance(value, (dict, list)):
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _object(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     """``mapping[key]`` when it is a JSON object, else an empty dict."""
     value = mapping.get(key)
@@ -72,9 +83,14 @@ def _object(mapping: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _as_float(value: Any) -> float | None:
+    """A finite float, or ``None`` (not a number, infinite, an integer beyond float range)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def parse_atif(path: str | Path, *, within: str | Path | None = None) -> ParsedTrace:
@@ -282,7 +298,15 @@ class _TrajectoryParser:
                 creation = _count(metrics_extra.get("cache_creation_input_tokens"))
                 naive[0] += prompt
                 naive[1] += completion
-                signature = (prompt, cached, creation, metrics_extra.get("cache_read_input_tokens"))
+                cache_read = metrics_extra.get("cache_read_input_tokens")
+                if cache_read is not None and _as_int(cache_read) is None:
+                    # a list, an object, a negative or absurd number: this field only is lost
+                    self.warnings.append(
+                        f"step #{number} metrics.extra.cache_read_input_tokens is "
+                        f"{_shape(cache_read)}, not a token count; ignored"
+                    )
+                    cache_read = None
+                signature = (prompt, cached, creation, cache_read)
                 cost = _as_float(metrics.get("cost_usd"))
                 current_message = message_by_signature.get(signature)
                 if current_message is None:

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError
+from retrieval_lib.io import NotRegularFileError, read_regular_bytes
 from retrieval_lib.runs import lies_outside
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 
@@ -61,11 +62,13 @@ def _read_trace_bytes(path: str | Path, what: str, within: str | Path | None = N
             raise InputError(
                 f"{what} {file_path} is a symlink to a file outside {folder}; not read"
             )
-        data = file_path.read_bytes()
+        data = read_regular_bytes(file_path)  # a FIFO or a device: refused, never waited on
     except FileNotFoundError as exc:
         raise InputError(f"{what} not found: {file_path}") from exc
     except IsADirectoryError as exc:
         raise InputError(f"{what} is a directory, not a file: {file_path}") from exc
+    except NotRegularFileError as exc:
+        raise InputError(f"{what} {file_path} {exc.strerror}; not read") from exc
     except OSError as exc:
         raise InputError(f"cannot read {what} {file_path}: {exc.strerror or exc}") from exc
     except (ValueError, RuntimeError) as exc:  # NUL byte in the path, symlink loop
@@ -87,7 +90,10 @@ def _content_text(content: Any) -> str | None:
         texts: list[str] = []
         _collect_texts(content, texts, 0)
         return "\n".join(texts)
-    return orjson.dumps(content).decode()
+    try:
+        return orjson.dumps(content).decode()
+    except orjson.JSONEncodeError:  # nested deeper than orjson follows, a 400-digit integer
+        return None
 
 
 #: Nesting followed inside a list of content blocks (writers nest at most two levels).
