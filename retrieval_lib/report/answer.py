@@ -331,13 +331,10 @@ def _association_sentence(
         _abs=pd.to_numeric(computable["r"], errors="coerce").abs(),
     ).sort_values(["_p", "_abs", "x"], ascending=[True, False, True], kind="mergesort")
     best = ranked.iloc[0]
-    n_text = f"n = {int(best['n'])}"
-    if "n_tasks" in best.index and not _missing(best["n_tasks"]):
-        n_text = f"n = {int(best['n_tasks'])} tasks"
-        if "n_trials" in best.index and not _missing(best["n_trials"]):
-            n_text += f" ({int(best['n_trials'])} trials)"
-    else:
-        n_text += " trials"
+    # correlations count tasks (repeated trials averaged per task), ``n_trials`` beside them
+    n_text = f"n = {int(best['n'])} tasks"
+    if "n_trials" in best.index and not _missing(best["n_trials"]):
+        n_text += f" ({int(best['n_trials'])} trials)"
     significant = not _missing(best["_p"]) and float(best["_p"]) < alpha
     verdict = "significant after Holm" if significant else "not significant after Holm"
     name = "Spearman ρ" if best["method"] == "spearman" else "Kendall τ"

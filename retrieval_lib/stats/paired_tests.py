@@ -396,7 +396,7 @@ def _degenerate(snapped: np.ndarray, n: int, min_n: int, min_nonzero: int) -> st
     nonzero = int(np.count_nonzero(snapped))
     if nonzero < min_nonzero:
         return (
-            f"only {nonzero} of the {n} paired deltas are non-zero; a test needs {min_nonzero} "
+            f"non-zero paired deltas: {nonzero} of {n}; a test needs {min_nonzero} "
             "(the fewest at which an exact two-sided Wilcoxon p can reach 0.05)"
         )
     return None
@@ -528,7 +528,7 @@ def paired_comparison(
     >>> float(row["mean_delta"]), float(row["median_delta"]), int(row["wins"]), bool(row["tested"])
     (2.0, 2.0, 3, False)
     >>> row["reason"]
-    'only 3 of the 3 paired deltas are non-zero; a test needs 6 (the fewest at which an exact two-sided Wilcoxon p can reach 0.05)'
+    'non-zero paired deltas: 3 of 3; a test needs 6 (the fewest at which an exact two-sided Wilcoxon p can reach 0.05)'
     """
     row = _paired_row(
         a,

@@ -63,7 +63,7 @@ def test_impact_command_writes_and_summarises(tmp_path, capsys):
     # rewards: baseline 0,1,0,1,0 vs 1 everywhere -> mean delta 0.6 over 5 tasks, 3 of
     # them non-zero: described, not tested (an exact Wilcoxon p could not reach 0.05)
     assert (
-        "reward: mean delta +0.6, n=5, not tested (only 3 of the 5 paired deltas are non-zero; "
+        "reward: mean delta +0.6, n=5, not tested (non-zero paired deltas: 3 of 5; "
         "a test needs 6 (the fewest at which an exact two-sided Wilcoxon p can reach 0.05))" in out
     )
     doc = json.loads(written.read_text())
@@ -264,7 +264,7 @@ def test_normalize_evaluate_impact_on_the_real_corpus(tmp_path, capsys):
     assert (reward["wins"], reward["losses"], reward["ties"]) == (0, 1, 2)
     for column in ("wilcoxon_p", "rank_biserial", "ci_low", "ci_high"):
         assert reward[column] is None
-    assert "only 1 of the 3 paired deltas are non-zero" in reward["reason"]
+    assert "non-zero paired deltas: 1 of 3" in reward["reason"]
     small = next(r for r in design["comparisons"] if r["metric"] == "reward")
     assert small["n"] == 2 and small["computable"] is False
     assert small["mean_delta"] == pytest.approx((0.67 - 1.0) / 2)

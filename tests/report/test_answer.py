@@ -193,7 +193,7 @@ def test_association_picks_the_smallest_holm_p_then_the_largest_r() -> None:
     )
     assert "most associated with reward over all configs pooled is file.AP" in sentence
     assert "Spearman ρ = -0.550 (95% CI [-0.750, -0.200])" in sentence
-    assert "n = 30 trials" in sentence
+    assert "n = 30 tasks (71 trials)" in sentence
     assert "Holm-adjusted p < 0.001 (significant after Holm)" in sentence
     assert "not a causal effect" in sentence
 

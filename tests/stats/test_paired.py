@@ -248,9 +248,7 @@ def test_paired_comparison_hand_values_small():
     assert row["computable"] and row["tested"] and row["reason"] is None
     # with the default minimum of 6 non-zero deltas the same four are not tested
     default = paired_comparison([0, 2, 0, 0], [1, 0, 3, 4]).iloc[0]
-    assert (
-        not default["tested"] and "only 4 of the 4 paired deltas are non-zero" in default["reason"]
-    )
+    assert not default["tested"] and "non-zero paired deltas: 4 of 4" in default["reason"]
 
 
 def test_paired_comparison_matches_scipy_and_pingouin_without_ties():
@@ -335,7 +333,7 @@ def test_three_tasks_with_one_nonzero_delta_is_not_a_test():
     for column in ("ci_low", "ci_high", "wilcoxon_p", "sign_test_p", "rank_biserial", "cohen_dz"):
         assert math.isnan(row[column])
     assert row["reason"] == (
-        "only 1 of the 3 paired deltas are non-zero; a test needs 6 (the fewest at which an "
+        "non-zero paired deltas: 1 of 3; a test needs 6 (the fewest at which an "
         "exact two-sided Wilcoxon p can reach 0.05)"
     )
 

@@ -51,7 +51,7 @@ def test_pooling_matches_the_three_tasks_of_both_runs(study):
     # issue 22: three tasks, one non-zero delta is described, not tested
     assert not bool(reward["tested"]) and int(reward["n"]) == 3
     assert reward["mean_delta"] == pytest.approx((0.67 - 1.0) / 3, abs=0.01)
-    assert "only 1 of the 3 paired deltas are non-zero" in reward["reason"]
+    assert "non-zero paired deltas: 1 of 3" in reward["reason"]
 
 
 def test_each_run_alone_is_below_the_minimum_and_shows_its_deltas_untested(tmp_path):

@@ -88,7 +88,7 @@ def test_matched_reward_comparison_by_hand(study):
     # deltas 0.75, 0.5, 0.0, 1.0 -> mean 0.5625, 3 wins, 1 tie; 3 non-zero deltas are
     # fewer than the 6 a test needs (issue 22): described, not tested
     assert not bool(reward["tested"]) and int(reward["n"]) == 4
-    assert "only 3 of the 4 paired deltas are non-zero" in reward["reason"]
+    assert "non-zero paired deltas: 3 of 4" in reward["reason"]
     assert reward["mean_delta"] == pytest.approx(0.5625)
     assert (reward["wins"], reward["losses"], reward["ties"]) == (3, 0, 1)
     mcnemar = study.impact().mcnemar.iloc[0]
