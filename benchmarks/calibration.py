@@ -18,9 +18,10 @@ the **same library functions the study and run reports call**, then counts at
   :func:`retrieval_lib.study.analysis.leaderboard` (``reward_ci_low`` / ``reward_ci_high``),
   both config rows of every study;
 * **pooled retrieval–reward correlation** (false-positive rate):
-  :func:`retrieval_lib.stats.correlation.correlate_metrics` as the study calls it
-  (``correlate_metrics(frame, metrics, min_n=5)``), the ``(pooled)`` Spearman row of
-  ``file.recall`` × ``reward`` (the rank family is the report's primary one), raw ``p_value``.
+  :func:`retrieval_lib.stats.clustered.correlate_by_task` as ``analyze_impact`` calls it
+  (one value per task, permutation p-values; before issue 22: ``correlate_metrics`` over
+  trials), the ``(pooled)`` Spearman row of ``file.recall`` × ``reward`` (the rank family
+  is the report's primary one), raw ``p_value``.
 
 Each library estimate is read by one small adapter function (``lib_*`` below): when the
 library's columns or rules change, only those functions change. Beside each, a
@@ -311,7 +312,7 @@ def lib_matched_reward(
 ) -> tuple[Test, Interval]:
     """Matched reward test (Wilcoxon p) and 95% CI of the mean per-task delta."""
     row = (_lib_matched_reward_row_full if full else _lib_matched_reward_row)(trials, n_boot)
-    tested = bool(row["computable"])
+    tested = bool(row.get("tested", row["computable"]))
     reason = None if tested else str(row["reason"])
     p = _f(row["wilcoxon_p"]) if tested else math.nan
     if tested and not math.isfinite(p):
@@ -344,9 +345,11 @@ def check_matching(index: int, seed: int, n_boot: int) -> str | None:
 
 def lib_pooled_correlation(trials: pd.DataFrame) -> Test:
     """Pooled Spearman file.recall × reward p-value, as the study computes its correlations."""
-    from retrieval_lib.stats.correlation import POOLED_GROUP, correlate_metrics
+    from retrieval_lib.stats.clustered import correlate_by_task
+    from retrieval_lib.stats.correlation import POOLED_GROUP
 
-    table = correlate_metrics(_study_frame(trials), [METRIC], min_n=5)
+    # the report's path (stats.impact.analyze_impact): one value per task, permutation p
+    table = correlate_by_task(_study_frame(trials), [METRIC], min_n=5, seed=0)
     pick = table[
         (table["group"] == POOLED_GROUP)
         & (table["x"] == METRIC)

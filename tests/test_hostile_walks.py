@@ -536,3 +536,16 @@ def test_evaluate_over_a_folder_of_runs_names_one_it_cannot_list(
     assert f"left out: {denied}: cannot be listed (Permission denied)" in err
     assert str(runs / "good" / "retrieval_events") in out
     assert code == 1
+
+
+def test_the_run_report_lists_what_was_left_out(tmp_path: Path) -> None:
+    from retrieval_lib.report.tables import left_out_table, load_run_data
+
+    run = tmp_path / "r1"
+    _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
+    _trial(run, "mcp", "t-001__ccccccc", "t-001")
+    (run / "baseline" / BATCH / "aaa-loop").symlink_to("aaa-loop")
+    normalize_paths([run], None, out=tmp_path / "out")
+    evaluate_run(tmp_path / "out" / "r1")
+    table = left_out_table(load_run_data(tmp_path / "out" / "r1").summary)
+    assert table.values.tolist() == [["normalize", f"baseline/{BATCH}/aaa-loop", "a symlink loop"]]

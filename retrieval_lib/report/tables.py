@@ -57,6 +57,7 @@ __all__ = [
     "count_table",
     "degraded_reason_counts",
     "drilldown_table",
+    "left_out_table",
     "funnel_table",
     "load_run_data",
     "mean_ci",
@@ -939,3 +940,30 @@ def power_table(
         ["baseline", "treatment", "_order"], kind="mergesort"
     )
     return rows.drop(columns="_order").reset_index(drop=True)
+
+
+def left_out_table(summary: Mapping[str, Any]) -> pd.DataFrame:
+    """What the run lost before its metrics, each with why (never dropped silently).
+
+    Rows from the run summary (``run_retrieval_summary.json``): ``counts.left_out``, input
+    entries normalisation skipped (a symlink loop, a folder it could not list, a file that
+    is not a regular file), and ``counts.invalid_documents``, event documents evaluation
+    could not read. Columns ``stage`` (normalize / evaluate), ``path``, ``reason``.
+
+    Examples
+    --------
+    >>> summary = {"counts": {"left_out": [{"path": "cfg/loop", "reason": "a symlink loop"}],
+    ...     "invalid_documents": [{"document": "cfg/t.retrieval_events.json", "error": "truncated"}]}}
+    >>> left_out_table(summary).values.tolist()
+    [['normalize', 'cfg/loop', 'a symlink loop'], ['evaluate', 'cfg/t.retrieval_events.json', 'truncated']]
+    """
+    counts = summary.get("counts") or {}
+    rows = [
+        ("normalize", str(entry.get("path", "")), str(entry.get("reason", "")))
+        for entry in counts.get("left_out") or []
+    ]
+    rows += [
+        ("evaluate", str(entry.get("document", "")), str(entry.get("error", "")))
+        for entry in counts.get("invalid_documents") or []
+    ]
+    return pd.DataFrame(rows, columns=["stage", "path", "reason"])
