@@ -52,7 +52,7 @@ from retrieval_lib.kb.records import (
     Span,
     paused_gc,
 )
-from retrieval_lib.kb.store import KBStore
+from retrieval_lib.kb.store import KBStore, run_exists_message
 
 __all__ = [
     "IngestSummary",
@@ -445,6 +445,7 @@ def _stored_without_aggregate(
             + ("" if same else " (from other results or another golden set)")
             + " and has no aggregate: an earlier ingest stopped before it; "
             f"`retrieval-lib kb aggregate {run_id} --db {store.path}` completes that run, "
+            f"`retrieval-lib kb delete {run_id} --db {store.path}` deletes it, "
             "or choose another --run-id"
         )
     return IngestSummary(
@@ -527,10 +528,7 @@ def ingest_run(
         )
         if resumed is not None:
             return resumed
-        raise RunExistsError(
-            f"run {run_id!r} already exists in {store.path}; runs are immutable, "
-            "choose another --run-id or delete the old run"
-        )
+        raise RunExistsError(run_exists_message(run_id, store.path))
     snapshot, warnings = _snapshot_golden(golden, inventory)
 
     seen: dict[str, int] = {}
