@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -440,12 +441,13 @@ def _stored_without_aggregate(
     ingest = dict(record.ingest or {})
     same = ingest.get("results_sha256") == results_sha and ingest.get("golden_sha256") == golden_sha
     if not (resume and same):
+        where = f"{shlex.quote(run_id)} --db {shlex.quote(str(store.path))}"
         raise RunExistsError(
             f"run {run_id!r} already exists in {store.path}"
             + ("" if same else " (from other results or another golden set)")
             + " and has no aggregate: an earlier ingest stopped before it; "
-            f"`retrieval-lib kb aggregate {run_id} --db {store.path}` completes that run, "
-            f"`retrieval-lib kb delete {run_id} --db {store.path}` deletes it, "
+            f"`retrieval-lib kb aggregate {where}` completes that run, "
+            f"`retrieval-lib kb delete {where}` deletes it, "
             "or choose another --run-id"
         )
     return IngestSummary(
