@@ -34,6 +34,8 @@ __all__ = [
     "MissingExtraError",
     "missing_extra",
     "missing_modules",
+    "require",
+    "STATS_LIBRARIES",
     "papermill",
     "pingouin",
     "scipy_stats",
@@ -54,16 +56,45 @@ EXTRA_OF_MODULE: dict[str, str] = {
 }
 
 
-class MissingExtraError(RetrievalLibError):
-    """An optional library is not installed; ``extra`` names what to install."""
+#: What every statistical analysis needs (the ``stats`` extra): ``retrieval-lib impact``
+#: and ``study`` check for them before they start, :func:`retrieval_lib.study.load` too.
+STATS_LIBRARIES: tuple[str, ...] = ("scipy", "pingouin")
 
-    def __init__(self, module: str, extra: str) -> None:
+
+class MissingExtraError(RetrievalLibError):
+    """An optional library is not installed; ``extra`` names what to install.
+
+    ``what``, when given, names what needs it (``retrieval_lib.study.load``).
+    """
+
+    def __init__(self, module: str, extra: str, what: str | None = None) -> None:
         self.module = module
         self.extra = extra
         super().__init__(
-            f"needs the '{extra}' extra ({module} is not installed): "
+            (f"{what} " if what else "")
+            + f"needs the '{extra}' extra ({module} is not installed): "
             f"pip install 'retrieval_lib[{extra}]'"
         )
+
+
+def require(modules: Iterable[str], what: str) -> None:
+    """Raise :class:`MissingExtraError` for the first of ``modules`` that is not installed.
+
+    Nothing is imported (:func:`missing_modules`); the message names ``what`` and the
+    extra to install, as the CLI does for a command.
+
+    Examples
+    --------
+    >>> require(["json"], "this example")
+    >>> EXTRA_OF_MODULE["no_such_module_xyz"] = "stats"
+    >>> require(["no_such_module_xyz"], "this example")
+    Traceback (most recent call last):
+    ...
+    retrieval_lib.lazylibs.MissingExtraError: this example needs the 'stats' extra (no_such_module_xyz is not installed): pip install 'retrieval_lib[stats]'
+    >>> del EXTRA_OF_MODULE["no_such_module_xyz"]
+    """
+    for module in missing_modules(modules):
+        raise MissingExtraError(module, EXTRA_OF_MODULE.get(module, "stats"), what)
 
 
 def missing_extra(exc: ImportError) -> MissingExtraError | None:

@@ -26,6 +26,7 @@ from typing import NoReturn
 
 from retrieval_lib import __version__
 from retrieval_lib.errors import RetrievalLibError, UsageError
+from retrieval_lib.lazylibs import STATS_LIBRARIES
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -53,12 +54,13 @@ _NOTEBOOK_LIBRARIES: tuple[str, ...] = (
 
 #: Optional libraries (top-level modules) each command needs, checked before it starts;
 #: :data:`retrieval_lib.lazylibs.EXTRA_OF_MODULE` names the extra of each.
+#: ``study`` needs what :func:`retrieval_lib.study.load` needs (the same rule for both).
 COMMAND_LIBRARIES: dict[str, tuple[str, ...]] = {
-    "impact": ("scipy", "pingouin"),
-    "report": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
-    "run": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
-    "study": ("scipy", "pingouin"),  # its report's libraries: checked when it renders one
-    "demo": ("scipy", "pingouin", *_NOTEBOOK_LIBRARIES),
+    "impact": STATS_LIBRARIES,
+    "report": (*STATS_LIBRARIES, *_NOTEBOOK_LIBRARIES),
+    "run": (*STATS_LIBRARIES, *_NOTEBOOK_LIBRARIES),
+    "study": STATS_LIBRARIES,  # its report's libraries: checked when it renders one
+    "demo": (*STATS_LIBRARIES, *_NOTEBOOK_LIBRARIES),
 }
 
 

@@ -2,7 +2,8 @@
 
 Sub-commands: ``ingest`` (one run, one transaction, then its aggregate), ``aggregate RUN``
 (recompute and store), ``compare A B`` (deltas, per-query kinds, significance, optional
-Markdown report) and ``runs`` (list runs with their aggregates). ``--json`` prints the
+Markdown report), ``runs`` (list runs with their aggregates, in ingest order) and
+``delete RUN`` (a run with its results, chunks and aggregate, in one transaction). ``--json`` prints the
 machine-readable structures (4 decimals, NaN as null) to stdout.
 """
 
@@ -123,10 +124,26 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     compare.add_argument("--json", action="store_true", help="print the CompareReport as JSON")
 
+    delete = commands.add_parser(
+        "delete",
+        help="delete a run with its results, chunks and aggregate",
+        description=(
+            "Delete RUN from the store: its row (snapshots and aggregate), its per-query "
+            "results, chunk inventory and result columns, in one transaction. An unknown "
+            "run id changes nothing and is an error naming the close run ids."
+        ),
+    )
+    delete.add_argument("run_id", metavar="RUN", help="run id (as `kb runs` lists it)")
+    _db_option(delete)
+    delete.add_argument("--json", action="store_true", help="print what was deleted as JSON")
+
     runs = commands.add_parser(
         "runs",
         help="list stored runs with their aggregates",
-        description="List the runs of the store (oldest first) with their stored aggregates.",
+        description=(
+            "List the runs of the store in ingest order (oldest first) with their stored "
+            "aggregates; the chunker version is shown only when one was recorded."
+        ),
     )
     _db_option(runs)
     runs.add_argument("--json", action="store_true", help="print the runs as a JSON list")
@@ -274,21 +291,44 @@ def _run_runs(args: argparse.Namespace) -> int:
         print(f"no runs in {args.db}")
         return 0
     for row in rows:
-        agg = row["aggregate"] or {}
-        summary = (
-            "aggregate not computed"
-            if not agg
-            else "hit@5 {} mrr {} recall_doc@5 {}".format(
-                *(
-                    format_value(v)
-                    for v in (agg["hit_at_k"].get("5"), agg["mrr"], agg["recall_at_k_doc"].get("5"))
-                )
+        print(_run_line(row, format_value))
+    return 0
+
+
+def _run_line(row: dict[str, Any], format_value: Any) -> str:
+    """One line of ``kb runs``: only what was recorded (no ``None`` placeholders)."""
+    agg = row["aggregate"] or {}
+    if not agg:
+        summary = "aggregate not computed (`retrieval-lib kb aggregate RUN` computes it)"
+    else:
+        summary = "hit@5 {} mrr {} recall_doc@5 {}".format(
+            *(
+                format_value(v)
+                for v in (agg["hit_at_k"].get("5"), agg["mrr"], agg["recall_at_k_doc"].get("5"))
             )
         )
-        print(
-            f"{row['run_id']}  {row['created_at']}  suite={row['suite']}  "
-            f"chunker={row['chunker_version']}  results={row['results']}  {summary}"
-        )
+    parts = [str(row["run_id"]), str(row["created_at"])]
+    if row["suite"] is not None:
+        parts.append(f"suite={row['suite']}")
+    if row["chunker_version"] is not None:
+        parts.append(f"chunker={row['chunker_version']}")
+    parts += [f"results={row['results']}", f"chunks={row['chunks'] or 'none'}", summary]
+    return "  ".join(parts)
+
+
+def _run_delete(args: argparse.Namespace) -> int:
+    from retrieval_lib.io import dumps_json
+    from retrieval_lib.kb.store import KBStore
+
+    with KBStore(args.db, create=False) as store:
+        counts = store.delete_run(args.run_id)
+    if args.json:
+        sys.stdout.write(dumps_json({"deleted": args.run_id, **counts}))
+        return 0
+    print(
+        f"deleted run {args.run_id!r} from {args.db}: its aggregate, {counts['results']} "
+        f"results and {counts['chunks']} chunks"
+    )
     return 0
 
 
@@ -298,5 +338,6 @@ def run(args: argparse.Namespace) -> int:
         "aggregate": _run_aggregate,
         "compare": _run_compare,
         "runs": _run_runs,
+        "delete": _run_delete,
     }
     return handlers[args.kb_command](args)

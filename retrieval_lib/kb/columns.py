@@ -52,6 +52,7 @@ from retrieval_lib.kb.definitions import (
     K_VALUES,
     MATCH_EXACT,
     MRR_CUTOFF,
+    REASON_NO_INVENTORY_MATCH,
     REASON_NO_SPANS,
     REASON_NOT_IN_INVENTORY,
     check_mode,
@@ -657,7 +658,10 @@ def evaluate_columns(
     inventory_ids
         The run's chunk inventory. In exact mode a query none of whose expected chunk ids
         is in it was chunked by another chunker: its chunk-level values are not
-        computable (NaN, reason in ``not_computable``) rather than a miss.
+        computable (NaN, reason in ``not_computable``) rather than a miss. Without an
+        inventory (None), a run that retrieved chunks but not one expected chunk id of
+        the whole golden set cannot be matched at all: every query's chunk-level values
+        are not computable (:data:`~retrieval_lib.kb.definitions.REASON_NO_INVENTORY_MATCH`).
 
     Examples
     --------
@@ -697,6 +701,13 @@ def evaluate_columns(
                 not_computable[golden.queries[g].id] = REASON_NOT_IN_INVENTORY
             computable &= ~excluded
             expected_chunk_keys = expected_chunk_keys[computable[key_query]]
+        elif run.chunk_ids and expected_chunk_keys.size == 0:
+            # No inventory, and the run retrieved chunks none of which is an expected one:
+            # its chunk ids cannot be told apart from another chunker's, so every query's
+            # chunk-level values are missing (not a 0 over every query).
+            for g in np.flatnonzero(computable).tolist():
+                not_computable[golden.queries[g].id] = REASON_NO_INVENTORY_MATCH
+            computable[:] = False
         n_relevant_chunks = np.where(computable, distinct, 0)
 
     matched_chunk: list[str | None] = [None] * n

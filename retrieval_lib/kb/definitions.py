@@ -27,6 +27,7 @@ __all__ = [
     "STORAGE_DIGITS",
     "REASON_NO_SPANS",
     "REASON_NOT_IN_INVENTORY",
+    "REASON_NO_INVENTORY_MATCH",
     "check_mode",
 ]
 
@@ -48,6 +49,13 @@ STORAGE_DIGITS = 4
 REASON_NO_SPANS = "no spans known for its expected chunks"
 REASON_NOT_IN_INVENTORY = (
     "none of its expected chunks is in the run's chunk inventory (another chunker version?)"
+)
+#: A run ingested without a chunk inventory whose hits name none of the golden set's
+#: expected chunk ids: its chunk ids cannot be matched, so hit@k and MRR are missing, not 0.
+REASON_NO_INVENTORY_MATCH = (
+    "no chunk inventory was ingested and no hit of the run names an expected chunk id of "
+    "the golden set, so its chunk ids cannot be matched (another chunker version? "
+    "ingest the run with --chunks)"
 )
 
 

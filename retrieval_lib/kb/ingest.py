@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +53,7 @@ from retrieval_lib.kb.records import (
     Span,
     paused_gc,
 )
-from retrieval_lib.kb.store import KBStore
+from retrieval_lib.kb.store import KBStore, run_exists_message
 
 __all__ = [
     "IngestSummary",
@@ -440,11 +441,13 @@ def _stored_without_aggregate(
     ingest = dict(record.ingest or {})
     same = ingest.get("results_sha256") == results_sha and ingest.get("golden_sha256") == golden_sha
     if not (resume and same):
+        where = f"{shlex.quote(run_id)} --db {shlex.quote(str(store.path))}"
         raise RunExistsError(
             f"run {run_id!r} already exists in {store.path}"
             + ("" if same else " (from other results or another golden set)")
             + " and has no aggregate: an earlier ingest stopped before it; "
-            f"`retrieval-lib kb aggregate {run_id} --db {store.path}` completes that run, "
+            f"`retrieval-lib kb aggregate {where}` completes that run, "
+            f"`retrieval-lib kb delete {where}` deletes it, "
             "or choose another --run-id"
         )
     return IngestSummary(
@@ -527,10 +530,7 @@ def ingest_run(
         )
         if resumed is not None:
             return resumed
-        raise RunExistsError(
-            f"run {run_id!r} already exists in {store.path}; runs are immutable, "
-            "choose another --run-id or delete the old run"
-        )
+        raise RunExistsError(run_exists_message(run_id, store.path))
     snapshot, warnings = _snapshot_golden(golden, inventory)
 
     seen: dict[str, int] = {}

@@ -35,7 +35,10 @@ A failed or missing query counts as a miss in ``hit_at_k``, ``mrr`` and
 ``recall_at_k_doc`` (the user got nothing). When the run has a chunk inventory and none of
 a query's expected chunk ids is in it, the run was chunked differently from the golden
 set: that query is left out of ``hit_at_k`` and ``mrr`` (counted in ``null_reasons``)
-instead of scoring a meaningless 0; ``kb compare`` judges such runs by span overlap. Metrics are kept at full precision; only
+instead of scoring a meaningless 0; ``kb compare`` judges such runs by span overlap. A run
+ingested without a chunk inventory whose hits name none of the golden set's expected
+chunk ids cannot be matched either: ``hit_at_k`` and ``mrr`` are then null, with the
+reason in ``null_reasons`` (never 0 over every query). Metrics are kept at full precision; only
 :meth:`AggregateMetrics.to_json` (storage, printing) rounds to 4 decimals, and NaN
 becomes null.
 

@@ -37,6 +37,7 @@ this package is refused.
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ from retrieval_lib.kb.exceptions import (
     StoreSchemaError,
 )
 from retrieval_lib.kb.records import ChunkRecord, QueryResult, RunRecord, paused_gc
+from retrieval_lib.suggest import hint
 
 if TYPE_CHECKING:  # imported when used: opening a store does not pull in numpy
     from retrieval_lib.kb.columns import RunColumns
@@ -64,6 +66,7 @@ __all__ = [
     "Migration",
     "KBStore",
     "open_store",
+    "run_exists_message",
 ]
 
 #: Rows fetched at a time when streaming a run's JSON documents.
@@ -198,6 +201,27 @@ _MIGRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (
     description TEXT NOT NULL,
     applied_at TEXT NOT NULL
 )"""
+
+
+#: Ingest order: ``created_at`` has whole seconds (and is one fixed time under
+#: ``SOURCE_DATE_EPOCH``), so runs of one second keep the order they were inserted in.
+_INGEST_ORDER = "ORDER BY created_at, rowid"
+
+
+def run_exists_message(run_id: str, path: str | Path) -> str:
+    """Why ``run_id`` cannot be ingested again, naming the command that deletes it.
+
+    Examples
+    --------
+    >>> run_exists_message("r1", "eval.sqlite")  # doctest: +NORMALIZE_WHITESPACE
+    "run 'r1' already exists in eval.sqlite; runs are immutable: choose another --run-id,
+    or delete the old run with `retrieval-lib kb delete r1 --db eval.sqlite`"
+    """
+    return (
+        f"run {run_id!r} already exists in {path}; runs are immutable: choose another "
+        f"--run-id, or delete the old run with "
+        f"`retrieval-lib kb delete {shlex.quote(run_id)} --db {shlex.quote(str(path))}`"
+    )
 
 
 def _loads(text: str | None) -> Any:
@@ -366,13 +390,8 @@ class KBStore:
     # -- runs --------------------------------------------------------------------------
 
     def run_ids(self) -> list[str]:
-        """Stored run ids, oldest first (then by id)."""
-        return [
-            r
-            for (r,) in self.conn.execute(
-                "SELECT run_id FROM eval_runs ORDER BY created_at, run_id"
-            )
-        ]
+        """Stored run ids in ingest order (oldest first; within one second, as ingested)."""
+        return [r for (r,) in self.conn.execute(f"SELECT run_id FROM eval_runs {_INGEST_ORDER}")]
 
     def has_run(self, run_id: str) -> bool:
         """True when ``run_id`` is stored."""
@@ -417,6 +436,7 @@ class KBStore:
         shown = ", ".join(known[:20]) + (" …" if len(known) > 20 else "")
         return RunNotFoundError(
             f"run {run_id!r} is not in {self.path}"
+            + hint(run_id, known)
             + (f" (runs: {shown})" if known else " (the store has no runs)")
         )
 
@@ -440,9 +460,9 @@ class KBStore:
         return row[0], row[1]
 
     def list_runs(self) -> list[RunRecord]:
-        """Every stored run, oldest first."""
+        """Every stored run in ingest order (oldest first; within one second, as ingested)."""
         rows = self.conn.execute(
-            f"SELECT {self._RUN_COLUMNS} FROM eval_runs ORDER BY created_at, run_id"
+            f"SELECT {self._RUN_COLUMNS} FROM eval_runs {_INGEST_ORDER}"
         ).fetchall()
         return [self._run_from_row(r) for r in rows]
 
@@ -474,10 +494,7 @@ class KBStore:
                 ),
             )
         except sqlite3.IntegrityError as exc:
-            raise RunExistsError(
-                f"run {run_id!r} already exists in {self.path}; runs are immutable, "
-                "choose another --run-id or delete the old run"
-            ) from exc
+            raise RunExistsError(run_exists_message(run_id, self.path)) from exc
 
     def insert_chunks(self, run_id: str, rows: Iterable[tuple[str, str, str]]) -> None:
         """Insert ``(chunk_id, doc_id, source_spans_json)`` rows for ``run_id``."""
@@ -506,14 +523,40 @@ class KBStore:
                 (aggregate_json, run_id),
             )
             if cursor.rowcount != 1:
-                raise RunNotFoundError(f"run {run_id!r} is not in {self.path}")
+                raise self._not_found(run_id)
 
-    def delete_run(self, run_id: str) -> None:
-        """Delete a run with its results and chunks (foreign keys cascade)."""
+    def delete_run(self, run_id: str) -> dict[str, int]:
+        """Delete a run with its aggregate, results, chunks and columns, in one transaction.
+
+        The ``eval_runs`` row (which holds the aggregate and the snapshots) goes, and the
+        foreign keys cascade to ``eval_query_results``, ``eval_chunks`` and
+        ``eval_run_columns``; an error rolls everything back.
+
+        Returns
+        -------
+        dict
+            The run's row counts before deletion (:meth:`count_rows`).
+
+        Raises
+        ------
+        RunNotFoundError
+            ``run_id`` is not stored (the message suggests close run ids).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> with KBStore(os.path.join(tempfile.mkdtemp(), "eval.sqlite")) as store:
+        ...     store.delete_run("r1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        retrieval_lib.kb.exceptions.RunNotFoundError: run 'r1' is not in ... (the store has no runs)
+        """
         with self.transaction() as conn:
+            counts = self.count_rows(run_id)
             cursor = conn.execute("DELETE FROM eval_runs WHERE run_id = ?", (run_id,))
             if cursor.rowcount != 1:
-                raise RunNotFoundError(f"run {run_id!r} is not in {self.path}")
+                raise self._not_found(run_id)
+        return counts
 
     # -- per-query results and chunks ----------------------------------------------------
 

@@ -176,8 +176,8 @@ def write_study_tables(study: Study, folder: str | os.PathLike[str]) -> list[Pat
         "trials": study.trials,
         "events": events,
         "metrics": study.metrics,
-        "pairs": study.pairs,
-        "tools": study.tools,
+        "pairs": study.pairs(),
+        "tools": study.tool_value("tool"),
     }
     return [_write_frame(frame, target, name) for name, frame in frames.items()]
 

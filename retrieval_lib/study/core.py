@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from retrieval_lib.errors import InputError
+from retrieval_lib.lazylibs import STATS_LIBRARIES, require
 from retrieval_lib.metrics.stages import DEFAULT_K
 from retrieval_lib.study import analysis
 from retrieval_lib.study.families import config_families, pair_families
@@ -80,6 +81,16 @@ class StudyOptions:
 @dataclass(frozen=True)
 class Study:
     """Many evaluated runs pooled into tidy tables.
+
+    **Convention.** Attributes (no parentheses) are the study's data: the tables it was
+    loaded with and plain views of them that take no parameter and compute no statistic
+    (``trials``, ``events``, ``exclusions``, ``metrics``, ``analysed``, ``config_map``,
+    ``sources``, ``options``). Methods (parentheses) compute an analysis, whether or not
+    they take parameters: ``overview()``, ``flags()``, ``leaderboard()``, ``tiers()``,
+    ``tool_value()``, ``family_pairs()``, ``impact()``, ``pairs()``, ``matched()``,
+    ``calibration()``, ``timeline_trials()``, ``timeline()``. (``pairs`` and ``tools``
+    were properties once: ``pairs()`` is now a method with the per-task deltas, and the
+    tool table is ``tool_value("tool")``.)
 
     Attributes
     ----------
@@ -166,11 +177,6 @@ class Study:
         events = self.events[self.events["trial_id"].isin(analysed["trial_id"])]
         return analysis.tool_value(events, analysed, by=by)
 
-    @property
-    def tools(self) -> pd.DataFrame:
-        """Per-tool value table (``tool_value(by="tool")``)."""
-        return self.tool_value("tool")
-
     def family_pairs(self) -> list[tuple[str, str]]:
         """The (baseline, treatment) families compared."""
         o = self.options
@@ -185,10 +191,52 @@ class Study:
     def _impact_result(self) -> ImpactResult:
         return _impact(self)
 
-    @property
-    def pairs(self) -> pd.DataFrame:
-        """Every trial behind every matched task (:func:`analysis.pairing_trials`)."""
-        return analysis.pairing_trials(self.analysed, self.impact().per_task)
+    def pairs(self, deltas: Sequence[str] = ("reward", "passed")) -> pd.DataFrame:
+        """Every trial behind every matched task, with its task's deltas.
+
+        One row per trial (:func:`~retrieval_lib.study.analysis.pairing_trials`: ``baseline,
+        treatment, task_name, model, harness_version, side, run_id, config_name, trial_id,
+        trial_name, reward, passed, combined``) plus, for each name of ``deltas``, the
+        column ``delta:<name>``: the task's treatment value minus its baseline value
+        (repeated trials combined as ``options.combine`` says, as in
+        ``impact().per_task``), the same on every trial of the task.
+
+        Parameters
+        ----------
+        deltas
+            Outcomes or metrics whose per-task delta to add (``"reward"``, ``"passed"``,
+            ``"cost_usd"``, ``"file.recall"``, …: those of ``impact().per_task``).
+
+        Raises
+        ------
+        InputError
+            A name that has no per-task delta (with a "did you mean").
+        """
+        if isinstance(deltas, str):
+            deltas = [deltas]
+        per_task = self.impact().per_task
+        trials = analysis.pairing_trials(self.analysed, per_task)
+        wanted = [f"delta:{name}" for name in dict.fromkeys(deltas)]
+        known = [c for c in per_task.columns if c.startswith("delta:")]
+        for column in wanted:
+            if column not in per_task.columns:
+                from retrieval_lib.suggest import hint
+
+                name = column.removeprefix("delta:")
+                raise InputError(
+                    f"no per-task delta of {name!r}"
+                    + hint(name, [c.removeprefix("delta:") for c in known])
+                    + f"; known: {', '.join(c.removeprefix('delta:') for c in known) or 'none'}"
+                )
+        if not wanted:
+            return trials
+        keys = ["baseline", "treatment", "task_name", "model", "harness_version"]
+        if per_task.empty:
+            return trials.assign(**{c: pd.Series(dtype=float) for c in wanted})
+        merged = trials.merge(
+            per_task[[*keys, *wanted]], on=keys, how="left", validate="many_to_one"
+        )
+        return merged[[*trials.columns, *wanted]]
 
     def matched(self) -> pd.DataFrame:
         """Matched comparison per pair and metric, descriptive where no test runs."""
@@ -331,9 +379,15 @@ def load_evaluated(
         Additions to the default config-family mapping.
     options
         Matching and resampling parameters.
+
+    Raises
+    ------
+    MissingExtraError
+        As :func:`load`: a study needs the ``stats`` extra.
     """
     from retrieval_lib.metrics.summary import find_events_roots
 
+    require(STATS_LIBRARIES, "retrieval_lib.study.load_evaluated")
     roots = find_events_roots([Path(p) for p in events_dirs])
     tables = read_evaluated(roots, config_map)
     return Study(
@@ -385,9 +439,15 @@ def load(
 
     Raises
     ------
+    MissingExtraError
+        scipy or pingouin is not installed: like ``retrieval-lib study``, a study needs
+        the ``stats`` extra (``pip install 'retrieval_lib[stats]'``).
     InputError
         Missing paths, nothing to study, or two runs sharing a run id.
     """
+    # The same rule as `retrieval-lib study`: the analyses need the stats extra, so say so
+    # before normalising anything.
+    require(STATS_LIBRARIES, "retrieval_lib.study.load")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if tasks_root is not None and not Path(tasks_root).is_dir():

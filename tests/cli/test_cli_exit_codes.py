@@ -27,6 +27,7 @@ COMMANDS = [
     ["kb", "aggregate"],
     ["kb", "compare"],
     ["kb", "runs"],
+    ["kb", "delete"],
 ]
 
 
@@ -99,6 +100,7 @@ WRONG_VALUES = [
     (["kb", "compare", "a", "b", "--seed", "x"], 2, "--seed"),
     (["kb", "aggregate", "r", "--db", "no/such/dir/eval.sqlite"], 1, ""),
     (["kb", "runs", "--db", "no/such/dir/eval.sqlite"], 1, ""),
+    (["kb", "delete", "r", "--db", "no/such/dir/eval.sqlite"], 1, "does not exist"),
 ]
 
 
@@ -141,6 +143,7 @@ def test_demo_into_a_file_fails_in_one_line(capsys, tmp_path):
         (["kb", "ingest", "r.jsonl", "--golden", "g.yaml", "--chunk", "c"], ""),
         (["kb", "compare", "a", "b", "--bootstarp", "5"], "--bootstrap"),
         (["kb", "runs", "--jsn"], "--json"),
+        (["kb", "delete", "r", "--jsno"], "--json"),
     ],
     ids=lambda v: str(v),
 )

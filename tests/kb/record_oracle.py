@@ -25,6 +25,7 @@ from retrieval_lib.kb.definitions import (
     MATCH_EXACT,
     MATCH_FALLBACK,
     MRR_CUTOFF,
+    REASON_NO_INVENTORY_MATCH,
     REASON_NO_SPANS,
     REASON_NOT_IN_INVENTORY,
 )
@@ -127,6 +128,7 @@ def _relevance(
     mode: str,
     expected_spans: Mapping[str, Mapping[str, Any]],
     inventory_ids: AbstractSet[str] | None,
+    unmatchable: bool = False,
 ) -> tuple[list[str], set[str], dict[str, str], str | None]:
     """Ranking (chunk ids in rank order), relevant set, hit chunk → matched expected chunk,
     and why the query is not computable (None when it is, or has no expected chunks)."""
@@ -138,6 +140,8 @@ def _relevance(
         expected = set(query.expected_chunk_ids)
         if inventory_ids is not None and expected.isdisjoint(inventory_ids):
             return ranking, set(), {}, REASON_NOT_IN_INVENTORY
+        if unmatchable:
+            return ranking, set(), {}, REASON_NO_INVENTORY_MATCH
         return ranking, expected, {c: c for c in ranking if c in expected}, None
     regions = expected_chunks_for(query, expected_spans)
     if not regions:
@@ -185,9 +189,21 @@ def evaluate_records(
     not_computable: dict[str, str] = {}
     doc_rankings: dict[int, list[list[str]]] = {k: [] for k in K_VALUES}
     doc_relevant: list[set[str]] = []
+    # Without an inventory, a run that retrieved chunks but no expected chunk id of the
+    # golden set cannot be matched: every query's chunk-level values are missing.
+    retrieved = {h.chunk_id for r in results.values() for h in r.hits}
+    expected_ids = {c for q in golden for c in q.expected_chunk_ids}
+    unmatchable = (
+        mode == MATCH_EXACT
+        and inventory_ids is None
+        and bool(retrieved)
+        and retrieved.isdisjoint(expected_ids)
+    )
     for query in golden:
         result = results.get(query.id)
-        ranking, rel, matches, reason = _relevance(query, result, mode, spans, inventory_ids)
+        ranking, rel, matches, reason = _relevance(
+            query, result, mode, spans, inventory_ids, unmatchable
+        )
         if reason is not None:
             not_computable[query.id] = reason
         rankings.append(ranking)

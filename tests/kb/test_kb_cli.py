@@ -59,8 +59,8 @@ def test_runs_lists_both_runs_with_aggregates(example_db, capsys):
     db, _ = example_db
     assert main(["kb", "runs", "--db", str(db), "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
-    # same created_at (SOURCE_DATE_EPOCH), so ordered by run id
-    assert [r["run_id"] for r in runs] == ["bm25-paragraph-v2", "bm25-window200-v1"]
+    # same created_at (SOURCE_DATE_EPOCH): in ingest order, not by run id (issue 21)
+    assert [r["run_id"] for r in runs] == ["bm25-window200-v1", "bm25-paragraph-v2"]
     assert {r["created_at"] for r in runs} == {"2026-01-01T00:00:00Z"}
     assert {r["chunker_version"] for r in runs} == {"window200-v1", "paragraph-v2"}
     assert all(r["aggregate"]["total_queries"] == 25 and r["results"] == 25 for r in runs)

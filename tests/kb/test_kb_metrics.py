@@ -385,14 +385,12 @@ def test_hit_at_k_and_mrr_agree_with_pytrec_eval_on_random_runs():
 
 
 def test_expected_chunks_missing_from_the_inventory_are_not_computable_not_misses(tmp_path):
-    g = write_golden(
-        tmp_path / "g.yaml",
-        [
-            golden_entry("q1", ["d1"], ["v1:a"]),  # v1 ids: not in this run's inventory
-            golden_entry("q2", ["d1"], ["v2:b"]),
-            golden_entry("q3", ["d1"], ["v1:a", "v2:c"]),  # one of them is: computable
-        ],
-    )
+    golden_rows = [
+        golden_entry("q1", ["d1"], ["v1:a"]),  # v1 ids: not in this run's inventory
+        golden_entry("q2", ["d1"], ["v2:b"]),
+        golden_entry("q3", ["d1"], ["v1:a", "v2:c"]),  # one of them is: computable
+    ]
+    g = write_golden(tmp_path / "g.yaml", golden_rows)
     chunks = write_jsonl(
         tmp_path / "c.jsonl",
         [
@@ -416,8 +414,13 @@ def test_expected_chunks_missing_from_the_inventory_are_not_computable_not_misse
         "1 query excluded: none of its expected chunks is in the run's chunk inventory "
         "(another chunker version?)"
     )
-    # without an inventory the ids cannot be checked: q1 is a plain miss
-    plain = aggregate_from_records(
-        parse_golden([golden_entry("q1", ["d1"], ["v1:a"])]), _results(rows[0])
-    )
-    assert plain.mrr == 0.0 and plain.denominators["mrr"] == 1
+    # without an inventory the ids cannot be checked one by one: the run retrieved an
+    # expected chunk (q2's v2:b), so its ids match and q1 is a plain miss
+    plain = aggregate_from_records(parse_golden(golden_rows), _results(*rows))
+    assert plain.denominators["mrr"] == 3
+    assert plain.mrr == pytest.approx((0 + 1 / 2 + 0) / 3)
+    # a run none of whose hits is an expected chunk cannot be matched at all (issue 21):
+    # null with the reason, not 0
+    alone = aggregate_from_records(parse_golden(golden_rows[:1]), _results(rows[0]))
+    assert math.isnan(alone.mrr) and alone.denominators["mrr"] == 0
+    assert "no chunk inventory was ingested" in alone.null_reasons["mrr"]

@@ -45,7 +45,7 @@ def test_pooling_matches_the_three_tasks_of_both_runs(study):
     )
     assert per_task.loc["django-modeladmin-impact-001", "delta:reward"] == 0.0
     assert per_task.loc["llamacpp-context-window-search-001", "delta:reward"] == 0.0
-    runs = study.pairs.groupby("task_name")["run_id"].unique().map(sorted).to_dict()
+    runs = study.pairs().groupby("task_name")["run_id"].unique().map(sorted).to_dict()
     assert runs["llamacpp-context-window-search-001"] == ["ccb_test_haiku_022326"]
     reward = study.matched().set_index("metric").loc["reward"]
     # issue 22: three tasks, one non-zero delta is described, not tested

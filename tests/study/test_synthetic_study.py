@@ -65,7 +65,7 @@ def test_pairing_across_runs_models_and_repeated_trials(study):
 
 
 def test_the_pairing_is_listed_trial_by_trial(study):
-    pairs = study.pairs
+    pairs = study.pairs()
     by_task = pairs.groupby(["task_name", "model", "side"])["run_id"].apply(sorted).to_dict()
     assert by_task == {
         ("alpha-001", "m1", "baseline"): ["r1_current", "r2_legacy"],
