@@ -852,7 +852,7 @@ def _set_trial_name(trial_dir: Path, folder: str) -> None:
     data = json.loads(path.read_text())
     data["trial_name"] = folder
     data["config"]["trial_name"] = folder
-    replace_bytes(path, json.dumps(data, indent=4).encode())
+    replace_bytes(path, json.dumps(data).encode())
 
 
 def _rename_task(trial_dir: Path, base: BaseTrial, task_name: str) -> None:
@@ -861,7 +861,7 @@ def _rename_task(trial_dir: Path, base: BaseTrial, task_name: str) -> None:
     raw = data["task_name"]
     data["task_name"] = raw.replace(base.task, task_name) if base.task in raw.lower() else task_name
     data["trial_name"] = data["config"]["trial_name"] = trial_dir.name
-    replace_bytes(path, json.dumps(data, indent=4).encode())
+    replace_bytes(path, json.dumps(data).encode())
 
 
 def _copy_task(pristine: Path, tasks_root: Path, task: str, new: str) -> list[Path]:
@@ -1019,15 +1019,19 @@ class Fuzz:
         ex.update(extra)
         return ex
 
-    def timeout(self, stage: str, n: int) -> float:
-        base = {"normalize": 60.0, "evaluate": 90.0, "study": 240.0}[stage]
-        return (base + n * self.args.seconds_per_trial * (3 if stage == "study" else 1)) * self.args.timeout_factor
+    def timeout(self, stage: str, group: str, n: int) -> float:
+        """Generous for the work expected (``--seconds-per-trial``), short for hazards."""
+        base = {"normalize": 30.0, "evaluate": 60.0, "study": 120.0}[stage]
+        if group != "bulk" and group != "tasks":
+            base /= 2
+        per_trial = self.args.seconds_per_trial * (3 if stage == "study" else 1)
+        return (base + n * per_trial) * self.args.timeout_factor
 
     def run_stage(self, stage: str, group: str, args_for: Callable[[list[str] | None], list[str]],
                   runs: list[str], ok: Callable[[CommandResult], bool]) -> list[tuple[CommandResult, list[str]]]:
         """The whole group in one command; run by run when it fails as a whole."""
         n = sum(len(self.by_run[(group, r)]) for r in runs)
-        whole = run_cli(stage, args_for(None), self.timeout(stage, n), self.args.memory_gb, self.env)
+        whole = run_cli(stage, args_for(None), self.timeout(stage, group, n), self.args.memory_gb, self.env)
         self.commands.append(whole)
         self._log(group, whole, f"{len(runs)} runs, {n} trials")
         if whole.problem is None and ok(whole):
@@ -1037,7 +1041,7 @@ class Fuzz:
         done = []
         for run in runs:
             n_run = len(self.by_run[(group, run)])
-            res = run_cli(stage, args_for([run]), self.timeout(stage, n_run), self.args.memory_gb, self.env)
+            res = run_cli(stage, args_for([run]), self.timeout(stage, group, n_run), self.args.memory_gb, self.env)
             self.commands.append(res)
             if res.problem or not ok(res):
                 self._log(group, res, f"run {run}")
@@ -1070,37 +1074,49 @@ class Fuzz:
         runs = sorted({r.run_id for r in self.records if r.group == group})
         before = snapshot(self.work / "input" / group)
         outside_before = snapshot(self.work / "outside")
-        workers = ["--workers", str(self.args.workers)]
+
+        def workers(n_runs: int) -> list[str]:
+            small = n_runs == 1 and len(runs) > 1
+            return ["--workers", "1" if small else str(self.args.workers)]
 
         def norm_args(sel: list[str] | None) -> list[str]:
             paths = [str(runs_root)] if sel is None else [str(runs_root / s) for s in sel]
-            return ["normalize", *paths, "--tasks-root", str(tasks_root), "--out", str(out), *workers]
+            return ["normalize", *paths, "--tasks-root", str(tasks_root), "--out", str(out),
+                    *workers(len(sel or runs))]
 
         norm = self.run_stage("normalize", group, norm_args, runs,
                               ok=lambda r: "normalized " in r.stdout)
         self.command_findings(group, norm)
         self.reconcile_normalize(group, norm, out)
+        # a run whose normalisation hung would hang the study's normalisation too
+        hung = {run for res, sel in norm if res.problem == "hang" and len(sel) == 1 for run in sel}
+        if len(norm) == 1 and norm[0][0].problem == "hang":
+            hung = set(runs)
+        live = [r for r in runs if r not in hung]
 
-        if "evaluate" in self.args.stages:
+        if "evaluate" in self.args.stages and live:
             def eval_args(sel: list[str] | None) -> list[str]:
-                if sel is None:
-                    return ["evaluate", str(out)]
-                return ["evaluate", *[str(out / s) for s in sel if (out / s).is_dir()] or [str(out / sel[0])]]
+                chosen = [str(out / s) for s in (sel or live) if (out / s).is_dir()]
+                return ["evaluate", *(chosen or [str(out / (sel or live)[0])])]
 
-            ev = self.run_stage("evaluate", group, eval_args, runs, ok=lambda r: True)
+            ev = self.run_stage("evaluate", group, eval_args, live, ok=lambda r: True)
             self.command_findings(group, ev)
             self.reconcile_evaluate(group, ev, out)
 
-        if "study" in self.args.stages:
+        if "study" in self.args.stages and live:
             def study_args(sel: list[str] | None) -> list[str]:
-                paths = [str(runs_root)] if sel is None else [str(runs_root / s) for s in sel]
+                if sel is None and not hung:
+                    paths = [str(runs_root)]
+                else:
+                    paths = [str(runs_root / s) for s in (sel or live)]
                 extra = [] if (self.args.study_report and sel is None) else ["--no-report"]
-                return ["study", *paths, "--tasks-root", str(tasks_root), "--out",
-                        str(study_out if sel is None else study_out / "per-run" / sel[0]), *workers, *extra]
+                target = study_out if sel is None else study_out / "per-run" / sel[0]
+                return ["study", *paths, "--tasks-root", str(tasks_root), "--out", str(target),
+                        *workers(len(sel or live)), *extra]
 
-            st = self.run_stage("study", group, study_args, runs, ok=lambda r: r.returncode == 0)
+            st = self.run_stage("study", group, study_args, live, ok=lambda r: r.returncode == 0)
             self.command_findings(group, st)
-            self.reconcile_study(group, st, study_out)
+            self.reconcile_study(group, st, study_out, skip=hung)
 
         after = snapshot(self.work / "input" / group)
         self.compare_snapshots(group, before, after, "input")
@@ -1233,7 +1249,8 @@ class Fuzz:
                 self.findings.add("schema_invalid", rec.mutation if rec else f"(group {group})",
                                   self.example(rec, "evaluate", problem, document=str(summary.relative_to(self.work))))
 
-    def reconcile_study(self, group: str, pairs: list[tuple[CommandResult, list[str]]], study_out: Path) -> None:
+    def reconcile_study(self, group: str, pairs: list[tuple[CommandResult, list[str]]], study_out: Path,
+                        skip: set[str]) -> None:
         import pandas as pd
 
         texts = [res.text for res, _ in pairs]
@@ -1260,7 +1277,7 @@ class Fuzz:
                         rec = self.by_run[(group, run)][0] if run else None
                     self.findings.add("internal_error", rec.mutation if rec else f"(group {group})",
                                       self.example(rec, "study", line.strip()[:400]))
-        for rec in (r for r in self.records if r.group == group):
+        for rec in (r for r in self.records if r.group == group and r.run_id not in skip):
             if rec.folder in present_blob or rec.folder.rsplit("__", 1)[-1] in present_blob:
                 continue
             if self._named(blob, rec):
