@@ -550,9 +550,9 @@ def build_catalogue() -> list[Mutation]:
         return apply
 
     cat += [
-        Mutation("sibling.batch_link_loop", "sibling", "bulk", sibling_loop(0), "zz-loop"),
-        Mutation("sibling.config_link_loop", "sibling", "bulk", sibling_loop(1), "zz-loop"),
-        Mutation("sibling.run_link_loop", "sibling", "bulk", sibling_loop(2), "zz-loop"),
+        Mutation("sibling.batch_link_loop", "sibling", "siblings", sibling_loop(0), "zz-loop"),
+        Mutation("sibling.config_link_loop", "sibling", "siblings", sibling_loop(1), "zz-loop"),
+        Mutation("sibling.run_link_loop", "sibling", "siblings", sibling_loop(2), "zz-loop"),
         Mutation("root.runs_link_loop", "sibling", "rootloop", lambda r, t, c: "runs/zz-loop -> zz-loop",
                  "zz-loop"),
     ]
@@ -563,7 +563,7 @@ def build_catalogue() -> list[Mutation]:
         ("config.markup", "<img src=x onerror=alert(1)>$^^$"),
         ("config.long", "c" * 240),
     ):
-        cat.append(Mutation(name, "config", "bulk", lambda r, t, c: "", "<config folder>"))
+        cat.append(Mutation(name, "config", "siblings", lambda r, t, c: "", "<config folder>"))
         cat[-1].config_name = config  # type: ignore[attr-defined]
 
     # task folders: a copy of the trial's task under a new name, one file damaged
@@ -988,8 +988,13 @@ class Findings:
         default_factory=lambda: {c: {} for c in FAILURE_CLASSES}
     )
 
+    by_stage: dict[str, collections.Counter] = field(
+        default_factory=lambda: {c: collections.Counter() for c in FAILURE_CLASSES}
+    )
+
     def add(self, cls: str, mutation: str, example: dict, n: int = 1) -> None:
         self.counts[cls][mutation] += n
+        self.by_stage[cls][example.get("stage", "?")] += n
         self.examples[cls].setdefault(mutation, example)
 
 
@@ -1028,25 +1033,41 @@ class Fuzz:
         return (base + n * per_trial) * self.args.timeout_factor
 
     def run_stage(self, stage: str, group: str, args_for: Callable[[list[str] | None], list[str]],
-                  runs: list[str], ok: Callable[[CommandResult], bool]) -> list[tuple[CommandResult, list[str]]]:
-        """The whole group in one command; run by run when it fails as a whole."""
-        n = sum(len(self.by_run[(group, r)]) for r in runs)
-        whole = run_cli(stage, args_for(None), self.timeout(stage, group, n), self.args.memory_gb, self.env)
-        self.commands.append(whole)
-        self._log(group, whole, f"{len(runs)} runs, {n} trials")
-        if whole.problem is None and ok(whole):
-            return [(whole, runs)]
-        if len(runs) == 1:
-            return [(whole, runs)]
-        done = []
-        for run in runs:
-            n_run = len(self.by_run[(group, run)])
-            res = run_cli(stage, args_for([run]), self.timeout(stage, group, n_run), self.args.memory_gb, self.env)
+                  runs: list[str], ok: Callable[[CommandResult, list[str]], bool],
+                  suspect: set[str] = frozenset()) -> list[tuple[CommandResult, list[str]]]:
+        """The group's runs in one command (``args_for(None)``); the ``suspect`` runs, which
+        failed an earlier stage as a whole, one by one. A command that fails as a whole
+        (crash, hang, or no normal end: ``ok``) is split into about sqrt(n) parts, and a
+        failing part into single runs, so each whole failure is pinned to its run."""
+        done: list[tuple[CommandResult, list[str]]] = []
+        healthy = [r for r in runs if r not in suspect]
+
+        def attempt(sel: list[str], whole: bool) -> None:
+            n = sum(len(self.by_run[(group, r)]) for r in sel)
+            res = run_cli(stage, args_for(None if whole else sel), self.timeout(stage, group, n),
+                          self.args.memory_gb, self.env)
             self.commands.append(res)
-            if res.problem or not ok(res):
-                self._log(group, res, f"run {run}")
-            done.append((res, [run]))
+            good = res.problem is None and ok(res, sel)
+            if whole or not good:
+                self._log(group, res, f"{len(sel)} run(s), {n} trials" if len(sel) > 1 else f"run {sel[0]}")
+            if good or len(sel) == 1:
+                done.append((res, sel))
+                return
+            size = len(sel) if len(sel) <= 6 else -(-len(sel) // max(2, round(len(sel) ** 0.5)))
+            size = 1 if size >= len(sel) else size
+            for i in range(0, len(sel), size):
+                attempt(sel[i : i + size], False)
+
+        if healthy:
+            attempt(healthy, whole=not suspect)
+        for run in runs:
+            if run in suspect:
+                attempt([run], False)
         return done
+
+    @staticmethod
+    def failed_runs(pairs: list[tuple[CommandResult, list[str]]], ok: Callable[[CommandResult, list[str]], bool]) -> set[str]:
+        return {run for res, sel in pairs if len(sel) == 1 and (res.problem or not ok(res, sel)) for run in sel}
 
     def _log(self, group: str, res: CommandResult, what: str) -> None:
         state = res.problem or ("exit %s" % res.returncode)
@@ -1075,23 +1096,22 @@ class Fuzz:
         before = snapshot(self.work / "input" / group)
         outside_before = snapshot(self.work / "outside")
 
-        def workers(n_runs: int) -> list[str]:
-            small = n_runs == 1 and len(runs) > 1
+        def workers(sel: list[str]) -> list[str]:
+            small = sum(len(self.by_run[(group, r)]) for r in sel) < 16
             return ["--workers", "1" if small else str(self.args.workers)]
 
         def norm_args(sel: list[str] | None) -> list[str]:
             paths = [str(runs_root)] if sel is None else [str(runs_root / s) for s in sel]
             return ["normalize", *paths, "--tasks-root", str(tasks_root), "--out", str(out),
-                    *workers(len(sel or runs))]
+                    *workers(sel or runs)]
 
-        norm = self.run_stage("normalize", group, norm_args, runs,
-                              ok=lambda r: "normalized " in r.stdout)
+        norm_ok = lambda r, sel: "normalized " in r.stdout  # noqa: E731
+        norm = self.run_stage("normalize", group, norm_args, runs, ok=norm_ok)
         self.command_findings(group, norm)
         self.reconcile_normalize(group, norm, out)
         # a run whose normalisation hung would hang the study's normalisation too
-        hung = {run for res, sel in norm if res.problem == "hang" and len(sel) == 1 for run in sel}
-        if len(norm) == 1 and norm[0][0].problem == "hang":
-            hung = set(runs)
+        hung = {run for res, sel in norm if res.problem == "hang" for run in sel}
+        suspect = self.failed_runs(norm, norm_ok)
         live = [r for r in runs if r not in hung]
 
         if "evaluate" in self.args.stages and live:
@@ -1099,22 +1119,25 @@ class Fuzz:
                 chosen = [str(out / s) for s in (sel or live) if (out / s).is_dir()]
                 return ["evaluate", *(chosen or [str(out / (sel or live)[0])])]
 
-            ev = self.run_stage("evaluate", group, eval_args, live, ok=lambda r: True)
+            def eval_ok(res: CommandResult, sel: list[str]) -> bool:
+                # every run evaluated or named in an error: no root skipped by an abort
+                return all(f"/{run}/retrieval_events: " in res.stdout or run in res.stderr
+                           for run in sel if (out / run).is_dir())
+
+            ev = self.run_stage("evaluate", group, eval_args, live, ok=eval_ok, suspect=suspect)
             self.command_findings(group, ev)
             self.reconcile_evaluate(group, ev, out)
 
         if "study" in self.args.stages and live:
             def study_args(sel: list[str] | None) -> list[str]:
-                if sel is None and not hung:
-                    paths = [str(runs_root)]
-                else:
-                    paths = [str(runs_root / s) for s in (sel or live)]
+                paths = [str(runs_root)] if sel is None else [str(runs_root / s) for s in sel]
                 extra = [] if (self.args.study_report and sel is None) else ["--no-report"]
-                target = study_out if sel is None else study_out / "per-run" / sel[0]
+                target = study_out / "part" / sel[0] if sel is not None else study_out
                 return ["study", *paths, "--tasks-root", str(tasks_root), "--out", str(target),
-                        *workers(len(sel or live)), *extra]
+                        *workers(sel or live), *extra]
 
-            st = self.run_stage("study", group, study_args, live, ok=lambda r: r.returncode == 0)
+            st = self.run_stage("study", group, study_args, live, ok=lambda r, sel: r.returncode == 0,
+                                suspect=suspect)
             self.command_findings(group, st)
             self.reconcile_study(group, st, study_out, skip=hung)
 
@@ -1213,7 +1236,7 @@ class Fuzz:
                 continue
             self.findings.add("lost", rec.mutation, self.example(
                 rec, "normalize", "no document and not named in the output: "
-                + (last_error_line(text) or "(no message)")))
+                + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)")))
         self.documents = documents
 
     def reconcile_evaluate(self, group: str, pairs: list[tuple[CommandResult, list[str]]], out: Path) -> None:
@@ -1239,7 +1262,7 @@ class Fuzz:
                 continue
             self.findings.add("lost", rec.mutation if rec else f"(group {group})",
                               self.example(rec, "evaluate", "document has no metrics record and is not named: "
-                                           + (last_error_line(text) or "(no message)")))
+                                           + (last_error_line(_text_for(pairs, key.split("/")[0])) or "(no message)")))
         for summary in sorted(out.rglob("run_retrieval_summary.json")) if out.is_dir() else []:
             _, problem = self._check_json(summary, "summary")
             if problem:
@@ -1284,7 +1307,12 @@ class Fuzz:
                 continue
             self.findings.add("lost", rec.mutation, self.example(
                 rec, "study", "not in the study's trials table and not named: "
-                + (last_error_line("\n".join(res.text for res, _ in pairs)) or "(no message)")))
+                + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)")))
+
+
+def _text_for(pairs: list[tuple[CommandResult, list[str]]], run: str) -> str:
+    """What the command that covered ``run`` printed."""
+    return "\n".join(res.text for res, sel in pairs if run in sel)
 
 
 # --------------------------------------------------------------------------- main
@@ -1334,6 +1362,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"generated {len(records)} mutated trials ({n_tasks} mutated task folders, "
           f"{len({r.mutation for r in records})} mutations) in {len(groups)} groups, "
           f"{len({(r.group, r.run_id) for r in records})} runs, in {t_gen:.1f} s under {work}", flush=True)
+    with open(work / "manifest.jsonl", "w") as handle:
+        for rec in records:
+            handle.write(json.dumps(asdict(rec), ensure_ascii=True) + "\n")
     fuzz = Fuzz(args, work, records, groups)
     order = sorted(groups, key=lambda g: (g != "bulk", g))
     for group in order:
@@ -1365,6 +1396,9 @@ def summarise(args, fuzz: Fuzz, records: list[TrialRecord], seconds: float, t_ge
         ex = f.examples[cls].get(first, {}) if first else {}
         shown = f"{first}: {ex.get('error', '')[:90]}" if first else ""
         print(f"| {cls} | {sum(counts.values())} | {len(counts)} | {shown.replace('|', '/')} |")
+    print("\nby stage: " + "; ".join(
+        f"{cls}: " + ", ".join(f"{st} {n}" for st, n in sorted(f.by_stage[cls].items()))
+        for cls in FAILURE_CLASSES if f.by_stage[cls]))
     print("\nby mutation (failing ones):")
     rows = collections.defaultdict(dict)
     for cls in FAILURE_CLASSES:
@@ -1391,6 +1425,7 @@ def summarise(args, fuzz: Fuzz, records: list[TrialRecord], seconds: float, t_ge
         "totals": {c: sum(f.counts[c].values()) for c in FAILURE_CLASSES},
         "total_failures": sum(sum(f.counts[c].values()) for c in FAILURE_CLASSES),
         "by_class": {c: dict(sorted(f.counts[c].items())) for c in FAILURE_CLASSES},
+        "by_stage": {c: dict(sorted(f.by_stage[c].items())) for c in FAILURE_CLASSES},
         "reproducers": f.examples,
         "command_log": [
             {"stage": c.stage, "argv": " ".join(c.argv)[:300], "exit": c.returncode,
