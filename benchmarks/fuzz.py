@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import hashlib
 import json
 import os
@@ -117,14 +118,19 @@ def find_base_trials(corpus: Path) -> list[BaseTrial]:
         task = re.sub(r"^(mcp_|sgonly_)", "", raw)
         task = re.sub(r"_[A-Za-z0-9]{6}$", "", task).lower()
         suites = sorted(p.parent.name for p in (corpus / "benchmarks").glob(f"*/{task}/task.toml"))
-        files = tuple(
-            sorted(str(p.relative_to(trial)) for p in trial.rglob("*") if p.is_file())
-        )
+        files = tuple(sorted(str(p.relative_to(trial)) for p in trial.rglob("*") if p.is_file()))
         layout = "batch" if re.match(r"^\d{4}-\d\d-\d\d__", parts[2]) else "archive"
         found.append(
             BaseTrial(
-                str(rel), parts[0], layout, parts[1], parts[2], parts[3], task,
-                suites[0] if suites else "", files,
+                str(rel),
+                parts[0],
+                layout,
+                parts[1],
+                parts[2],
+                parts[3],
+                task,
+                suites[0] if suites else "",
+                files,
             )
         )
     return found
@@ -152,20 +158,91 @@ def remove(path: Path) -> None:
 # --------------------------------------------------------------------------- JSON mutations
 
 _INTERESTING_KEYS = {
-    "task_name", "trial_name", "started_at", "finished_at", "agent_result", "n_input_tokens",
-    "n_cache_tokens", "n_output_tokens", "cost_usd", "verifier_result", "rewards", "reward",
-    "exception_info", "exception_type", "agent_info", "version", "model_info", "config",
-    "agent", "model_name", "agent_execution", "steps", "step_id", "timestamp", "source",
-    "tool_calls", "tool_call_id", "function_name", "arguments", "observation", "results",
-    "source_call_id", "content", "metrics", "prompt_tokens", "completion_tokens",
-    "cached_tokens", "extra", "cache_read_input_tokens", "final_metrics", "total_prompt_tokens",
-    "total_completion_tokens", "total_cached_tokens", "total_steps", "schema_version",
-    "file_path", "offset", "limit", "path", "repo", "startLine", "endLine", "pattern", "query",
-    "command", "files", "symbols", "file", "symbol", "chunks", "line_start", "line_end",
-    "expected_edit_files", "type", "message", "id", "usage", "input_tokens", "output_tokens",
-    "cache_creation_input_tokens", "tool_use_id", "is_error", "name", "input", "modelUsage",
-    "total_cost_usd", "duration_ms", "num_turns", "parent_tool_use_id", "subtype", "tools",
-    "model", "session_id", "ground_truth_confidence", "ground_truth_source",
+    "task_name",
+    "trial_name",
+    "started_at",
+    "finished_at",
+    "agent_result",
+    "n_input_tokens",
+    "n_cache_tokens",
+    "n_output_tokens",
+    "cost_usd",
+    "verifier_result",
+    "rewards",
+    "reward",
+    "exception_info",
+    "exception_type",
+    "agent_info",
+    "version",
+    "model_info",
+    "config",
+    "agent",
+    "model_name",
+    "agent_execution",
+    "steps",
+    "step_id",
+    "timestamp",
+    "source",
+    "tool_calls",
+    "tool_call_id",
+    "function_name",
+    "arguments",
+    "observation",
+    "results",
+    "source_call_id",
+    "content",
+    "metrics",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "extra",
+    "cache_read_input_tokens",
+    "final_metrics",
+    "total_prompt_tokens",
+    "total_completion_tokens",
+    "total_cached_tokens",
+    "total_steps",
+    "schema_version",
+    "file_path",
+    "offset",
+    "limit",
+    "path",
+    "repo",
+    "startLine",
+    "endLine",
+    "pattern",
+    "query",
+    "command",
+    "files",
+    "symbols",
+    "file",
+    "symbol",
+    "chunks",
+    "line_start",
+    "line_end",
+    "expected_edit_files",
+    "type",
+    "message",
+    "id",
+    "usage",
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "tool_use_id",
+    "is_error",
+    "name",
+    "input",
+    "modelUsage",
+    "total_cost_usd",
+    "duration_ms",
+    "num_turns",
+    "parent_tool_use_id",
+    "subtype",
+    "tools",
+    "model",
+    "session_id",
+    "ground_truth_confidence",
+    "ground_truth_source",
 }
 
 
@@ -214,9 +291,25 @@ _MARK = "\u0000FUZZ\u0000"
 
 def _wrong_value(rng: random.Random, old: Any) -> Any:
     choices: list[Any] = [
-        [], {}, "", "x", 0, -1, 1.5, True, False, None, [[1, "a"]], {"a": {"b": []}},
-        ["a", "b"], -(2**63) - 1, 2**64, "2026-13-45T99:99:99Z", "../../../etc/passwd",
-        "/dev/zero", "<img src=x onerror=alert(1)>",
+        [],
+        {},
+        "",
+        "x",
+        0,
+        -1,
+        1.5,
+        True,
+        False,
+        None,
+        [[1, "a"]],
+        {"a": {"b": []}},
+        ["a", "b"],
+        -(2**63) - 1,
+        2**64,
+        "2026-13-45T99:99:99Z",
+        "../../../etc/passwd",
+        "/dev/zero",
+        "<img src=x onerror=alert(1)>",
     ]
     choices = [c for c in choices if type(c) is not type(old) or c != old]
     return rng.choice(choices)
@@ -269,7 +362,7 @@ def mutate_json_text(rng: random.Random, text: str, op: str) -> tuple[str, str]:
         out = json.dumps(doc, ensure_ascii=False)
         dup = f"{json.dumps(key)}: {json.dumps(_wrong_value(rng, node.get(key)))}"
         if path:
-            out = out.replace(f'{json.dumps(_MARK)}: 1', dup, 1)
+            out = out.replace(f"{json.dumps(_MARK)}: 1", dup, 1)
         else:
             out = "{" + dup + ", " + out[1:] if out.startswith("{") and len(out) > 2 else out
         return out, f"duplicate key {key!r} at {_show(path)}"
@@ -290,8 +383,16 @@ def _show(path: tuple) -> str:
 
 
 JSON_OPS = (
-    "huge_int", "huge_float", "nan", "deep", "wrong_type", "surrogate", "long_string",
-    "top_type", "remove_key", "duplicate_key",
+    "huge_int",
+    "huge_float",
+    "nan",
+    "deep",
+    "wrong_type",
+    "surrogate",
+    "long_string",
+    "top_type",
+    "remove_key",
+    "duplicate_key",
 )
 
 
@@ -386,7 +487,9 @@ def stream_mutation(rng: random.Random, data: bytes, op: str) -> tuple[bytes, st
         return b"\n".join(lines), f"line {i + 1}: {what}"
     if op == "line_drop":
         drop = set(rng.sample(idx, k=min(len(idx), rng.randint(1, 5))))
-        return b"\n".join(x for i, x in enumerate(lines) if i not in drop), f"dropped {sorted(drop)}"
+        return b"\n".join(
+            x for i, x in enumerate(lines) if i not in drop
+        ), f"dropped {sorted(drop)}"
     if op == "line_shuffle":
         body = lines[1:]
         rng.shuffle(body)
@@ -394,9 +497,20 @@ def stream_mutation(rng: random.Random, data: bytes, op: str) -> tuple[bytes, st
     if op == "line_garbage":
         i = rng.choice(idx)
         junk = rng.choice(
-            [b"not json", b"[1,2,3]", b"42", b'"str"', b"null", b"{", b'{"type":null}',
-             b'{"type":"assistant"}', b'{"type":"user","message":[]}',
-             b'{"type":"result","modelUsage":[1]}', b"\x1b[0m$ claude --print", b"\r"]
+            [
+                b"not json",
+                b"[1,2,3]",
+                b"42",
+                b'"str"',
+                b"null",
+                b"{",
+                b'{"type":null}',
+                b'{"type":"assistant"}',
+                b'{"type":"user","message":[]}',
+                b'{"type":"result","modelUsage":[1]}',
+                b"\x1b[0m$ claude --print",
+                b"\r",
+            ]
         )
         lines.insert(i, junk)
         return b"\n".join(lines), f"line {i + 1} inserted: {junk!r}"
@@ -421,7 +535,12 @@ def stream_mutation(rng: random.Random, data: bytes, op: str) -> tuple[bytes, st
 
 STREAM_OPS = (
     *(f"line_json_{op}" for op in JSON_OPS if op not in ("top_type", "long_string")),
-    "line_drop", "line_shuffle", "line_garbage", "line_cut_last", "line_join", "crlf",
+    "line_drop",
+    "line_shuffle",
+    "line_garbage",
+    "line_cut_last",
+    "line_join",
+    "crlf",
     "duplicate_lines",
 )
 
@@ -474,18 +593,42 @@ def build_catalogue() -> list[Mutation]:
     for short, rel in TRIAL_FILES.items():
         has = _has(rel)
         for op in BYTE_OPS:
-            cat.append(Mutation(f"{short}.{op}", "trial", "bulk",
-                                file_op(rel, lambda r, d, op=op: byte_mutation(r, d, op)), rel, has))
+            cat.append(
+                Mutation(
+                    f"{short}.{op}",
+                    "trial",
+                    "bulk",
+                    file_op(rel, lambda r, d, op=op: byte_mutation(r, d, op)),
+                    rel,
+                    has,
+                )
+            )
         if rel.endswith(".json"):
             for op in JSON_OPS:
-                cat.append(Mutation(
-                    f"{short}.json_{op}", "trial", "bulk",
-                    file_op(rel, lambda r, d, op=op: tuple_enc(mutate_json_text(r, d.decode(), op))),
-                    rel, has))
+                cat.append(
+                    Mutation(
+                        f"{short}.json_{op}",
+                        "trial",
+                        "bulk",
+                        file_op(
+                            rel, lambda r, d, op=op: tuple_enc(mutate_json_text(r, d.decode(), op))
+                        ),
+                        rel,
+                        has,
+                    )
+                )
         else:
             for op in STREAM_OPS:
-                cat.append(Mutation(f"{short}.{op}", "trial", "bulk",
-                                    file_op(rel, lambda r, d, op=op: stream_mutation(r, d, op)), rel, has))
+                cat.append(
+                    Mutation(
+                        f"{short}.{op}",
+                        "trial",
+                        "bulk",
+                        file_op(rel, lambda r, d, op=op: stream_mutation(r, d, op)),
+                        rel,
+                        has,
+                    )
+                )
         for op in FS_OPS:
             cat.append(Mutation(f"{short}.{op}", "trial", "bulk", fs_op(rel, op), rel, has))
         for op in HAZARD_FS_OPS:
@@ -502,6 +645,7 @@ def build_catalogue() -> list[Mutation]:
             remove(trial / "agent")
             (trial / "agent").symlink_to(target if target != "outside" else ctx["outside"])
             return f"agent/ -> {target}"
+
         return apply
 
     def loop_entry(rng, trial, ctx):
@@ -518,8 +662,12 @@ def build_catalogue() -> list[Mutation]:
         src = trial / "agent" / "claude-code.txt"
         data = src.read_bytes() if src.exists() else b""
         remove(src)
-        banner = rng.choice([b"$ bash -lc claude\n", b"\x1b[1mbanner\x1b[0m\r\n", b"\xff\xfe garbage\n"])
-        replace_bytes(trial / "agent" / "command-1" / "stdout.txt", banner * rng.randint(1, 3) + data)
+        banner = rng.choice(
+            [b"$ bash -lc claude\n", b"\x1b[1mbanner\x1b[0m\r\n", b"\xff\xfe garbage\n"]
+        )
+        replace_bytes(
+            trial / "agent" / "command-1" / "stdout.txt", banner * rng.randint(1, 3) + data
+        )
         return f"transcript moved to agent/command-1/stdout.txt after {banner!r}"
 
     def dir_entries_in_agent(rng, trial, ctx):
@@ -534,8 +682,14 @@ def build_catalogue() -> list[Mutation]:
         Mutation("trial.agent_link_etc", "trial", "bulk", agent_link("/etc"), "agent"),
         Mutation("trial.loop_entries", "trial", "bulk", loop_entry, "loop"),
         Mutation("trial.no_trace", "trial", "bulk", no_trace, "agent/*"),
-        Mutation("trial.stdout_banner", "trial", "bulk", stdout_banner, "agent/command-1/stdout.txt",
-                 _has("agent/claude-code.txt")),
+        Mutation(
+            "trial.stdout_banner",
+            "trial",
+            "bulk",
+            stdout_banner,
+            "agent/command-1/stdout.txt",
+            _has("agent/claude-code.txt"),
+        ),
         Mutation("trial.special_entries", "trial", "hazard-fifo", dir_entries_in_agent, "agent/"),
     ]
 
@@ -547,14 +701,20 @@ def build_catalogue() -> list[Mutation]:
             if not os.path.lexists(link):
                 link.symlink_to("zz-loop")
             return f"{folder.name}/zz-loop -> zz-loop beside the trials' folders"
+
         return apply
 
     cat += [
         Mutation("sibling.batch_link_loop", "sibling", "siblings", sibling_loop(0), "zz-loop"),
         Mutation("sibling.config_link_loop", "sibling", "siblings", sibling_loop(1), "zz-loop"),
         Mutation("sibling.run_link_loop", "sibling", "siblings", sibling_loop(2), "zz-loop"),
-        Mutation("root.runs_link_loop", "sibling", "rootloop", lambda r, t, c: "runs/zz-loop -> zz-loop",
-                 "zz-loop"),
+        Mutation(
+            "root.runs_link_loop",
+            "sibling",
+            "rootloop",
+            lambda r, t, c: "runs/zz-loop -> zz-loop",
+            "zz-loop",
+        ),
     ]
     for name, config in (
         ("config.backslash", "baseline\\local-direct"),
@@ -585,41 +745,78 @@ def build_catalogue() -> list[Mutation]:
             new, what = fn(rng, _task_file_default(rel))
             replace_bytes(d / rel, new)
             return f"{d.parent.name}/{d.name}/{rel} (added): {what}"
+
         return apply
 
     def task_fs_op(rel: str, op: str):
         def apply(rng, task_dirs: list[Path], ctx):
             d = next((d for d in task_dirs if os.path.lexists(d / rel)), task_dirs[0])
             return f"{d.name}/{rel}: " + fs_mutation(rng, d / rel, op, ctx["outside"])
+
         return apply
 
     for short, rel in task_files.items():
         for op in ("truncate", "empty", "byte_flip", "bad_utf8", "nul"):
-            cat.append(Mutation(f"task.{short}.{op}", "task", "tasks",
-                                task_file_op(rel, lambda r, d, op=op: byte_mutation(r, d, op)), rel))
+            cat.append(
+                Mutation(
+                    f"task.{short}.{op}",
+                    "task",
+                    "tasks",
+                    task_file_op(rel, lambda r, d, op=op: byte_mutation(r, d, op)),
+                    rel,
+                )
+            )
         if rel.endswith(".json"):
             for op in JSON_OPS:
-                cat.append(Mutation(
-                    f"task.{short}.json_{op}", "task", "tasks",
-                    task_file_op(rel, lambda r, d, op=op: tuple_enc(mutate_json_text(r, d.decode(), op))),
-                    rel))
+                cat.append(
+                    Mutation(
+                        f"task.{short}.json_{op}",
+                        "task",
+                        "tasks",
+                        task_file_op(
+                            rel, lambda r, d, op=op: tuple_enc(mutate_json_text(r, d.decode(), op))
+                        ),
+                        rel,
+                    )
+                )
         for op in ("dir_for_file", "link_passwd", "link_loop", "link_outside"):
             cat.append(Mutation(f"task.{short}.{op}", "task", "tasks", task_fs_op(rel, op), rel))
     for op in HAZARD_FS_OPS:
-        cat.append(Mutation(f"task.gt.{op}", "task", f"task-hazard-{op}",
-                            task_fs_op("tests/ground_truth.json", op), "tests/ground_truth.json"))
-        cat.append(Mutation(f"task.toml.{op}", "task", f"task-hazard-{op}",
-                            task_fs_op("task.toml", op), "task.toml"))
+        cat.append(
+            Mutation(
+                f"task.gt.{op}",
+                "task",
+                f"task-hazard-{op}",
+                task_fs_op("tests/ground_truth.json", op),
+                "tests/ground_truth.json",
+            )
+        )
+        cat.append(
+            Mutation(
+                f"task.toml.{op}",
+                "task",
+                f"task-hazard-{op}",
+                task_fs_op("task.toml", op),
+                "task.toml",
+            )
+        )
 
     def toml_values(rng, data: bytes) -> tuple[bytes, str]:
         text = data.decode("utf-8", "replace")
-        choice = rng.choice([
-            ('name = "', 'name = 5\nxname = "'), ("time_limit_sec = ", "time_limit_sec = " + "9" * 400 + "\n#"),
-            ('id = "', 'id = ["a", 1]\nxid = "'), ("[task]", "[task]\nrepo = { a = 1 }"),
-            ("[metadata]", "[metadata]\n[metadata]"), ('version = "', 'version = nan\nxversion = "'),
-        ])
+        choice = rng.choice(
+            [
+                ('name = "', 'name = 5\nxname = "'),
+                ("time_limit_sec = ", "time_limit_sec = " + "9" * 400 + "\n#"),
+                ('id = "', 'id = ["a", 1]\nxid = "'),
+                ("[task]", "[task]\nrepo = { a = 1 }"),
+                ("[metadata]", "[metadata]\n[metadata]"),
+                ('version = "', 'version = nan\nxversion = "'),
+            ]
+        )
         if choice[0] in text:
-            return text.replace(choice[0], choice[1], 1).encode(), f"{choice[0]!r} -> {choice[1][:40]!r}"
+            return text.replace(
+                choice[0], choice[1], 1
+            ).encode(), f"{choice[0]!r} -> {choice[1][:40]!r}"
         return (text + "\n" + choice[1] + '"\n').encode(), f"appended {choice[1][:40]!r}"
 
     def added(rel: str, make):
@@ -628,38 +825,61 @@ def build_catalogue() -> list[Mutation]:
             data, what = make(rng)
             replace_bytes(d / rel, data)
             return f"{d.name}/{rel} added: {what}"
+
         return apply
 
     def defects(rng):
         big = rng.choice(["1e30", "9" * 5000, "-5", "NaN", '"12"', "[1]", "1.5", "null", "9" * 25])
-        return (f'[{{"file": "django/contrib/admin/options.py", "line_start": {big}, "line_end": '
-                f'{rng.choice([big, "10"])}, "defect_type": "x"}}]').encode(), f"line_start {big[:20]}"
+        return (
+            f'[{{"file": "django/contrib/admin/options.py", "line_start": {big}, "line_end": '
+            f'{rng.choice([big, "10"])}, "defect_type": "x"}}]'
+        ).encode(), f"line_start {big[:20]}"
 
     def agent_chunks(rng):
         big = rng.choice(["1e30", "9" * 5000, "-1", "Infinity", "[]", '"x"', str(2**63)])
-        doc = (f'{{"files": ["django/contrib/admin/options.py"], "chunks": [{{"file": '
-               f'"django/contrib/admin/options.py", "line_start": {big}, "line_end": 3, '
-               f'"annotation": null}}]}}')
+        doc = (
+            f'{{"files": ["django/contrib/admin/options.py"], "chunks": [{{"file": '
+            f'"django/contrib/admin/options.py", "line_start": {big}, "line_end": 3, '
+            f'"annotation": null}}]}}'
+        )
         return doc.encode(), f"chunk line_start {big[:20]}"
 
     def patch(rng):
         digits = rng.choice(["9" * 5000, "9" * 30, "-3", "0", "x"])
-        text = (f"--- a/django/contrib/admin/options.py\n+++ b/django/contrib/admin/options.py\n"
-                f"@@ -{digits},7 +{digits},8 @@\n context\n-old\n+new\n")
+        text = (
+            f"--- a/django/contrib/admin/options.py\n+++ b/django/contrib/admin/options.py\n"
+            f"@@ -{digits},7 +{digits},8 @@\n context\n-old\n+new\n"
+        )
         if rng.random() < 0.3:
             text = text.encode() + b"\xff\xfe" + b"@@" * 100000
             return text, "hunk header and binary junk"
         return text.encode(), f"hunk header -{digits[:20]}"
 
     def solve(rng):
-        body = rng.choice([b"cat <<'EOF' | git apply\n", b"git apply <<EOF\n"]) + patch(rng)[0] + b"EOF\n"
+        body = (
+            rng.choice([b"cat <<'EOF' | git apply\n", b"git apply <<EOF\n"])
+            + patch(rng)[0]
+            + b"EOF\n"
+        )
         return body, "solve.sh with a damaged diff"
 
     def gt_symbols(rng):
-        sym = rng.choice(['[{"file": 1, "symbol": [], "repo": {}}]', '["x"]', '[null]',
-                          '{"a": 1}', '[{"file": "a.py"}]'])
-        files = rng.choice(['[1, null, {}, ["a"]]', '"a.py"', '["a.py", "a.py", "", "::", "/etc/passwd"]'])
-        return f'{{"files": {files}, "symbols": {sym}, "expected_edit_files": 7}}'.encode(), "wrong-typed fields"
+        sym = rng.choice(
+            [
+                '[{"file": 1, "symbol": [], "repo": {}}]',
+                '["x"]',
+                "[null]",
+                '{"a": 1}',
+                '[{"file": "a.py"}]',
+            ]
+        )
+        files = rng.choice(
+            ['[1, null, {}, ["a"]]', '"a.py"', '["a.py", "a.py", "", "::", "/etc/passwd"]']
+        )
+        return (
+            f'{{"files": {files}, "symbols": {sym}, "expected_edit_files": 7}}'.encode(),
+            "wrong-typed fields",
+        )
 
     def tests_as_file(rng, task_dirs, ctx):
         d = task_dirs[-1]
@@ -673,6 +893,7 @@ def build_catalogue() -> list[Mutation]:
             remove(d / "tests")
             (d / "tests").symlink_to(target if target != "outside" else ctx["outside"])
             return f"{d.name}/tests -> {target}"
+
         return apply
 
     def loop_in_tests(rng, task_dirs, ctx):
@@ -690,16 +911,44 @@ def build_catalogue() -> list[Mutation]:
         return f"{d.parent.name}/{d.name} -> itself"
 
     cat += [
-        Mutation("task.toml.values", "task", "tasks", task_file_op("task.toml", toml_values), "task.toml"),
-        Mutation("task.defects.numbers", "task", "tasks",
-                 added("tests/expected_defects.json", defects), "tests/expected_defects.json"),
-        Mutation("task.gt_agent.chunks", "task", "tasks",
-                 added("tests/ground_truth_agent.json", agent_chunks), "tests/ground_truth_agent.json"),
-        Mutation("task.patch.hunk", "task", "tasks",
-                 added("tests/reference_fix.patch", patch), "tests/reference_fix.patch"),
-        Mutation("task.solve.diff", "task", "tasks", added("solution/solve.sh", solve), "solution/solve.sh"),
-        Mutation("task.gt.types", "task", "tasks", added("tests/ground_truth.json", gt_symbols),
-                 "tests/ground_truth.json"),
+        Mutation(
+            "task.toml.values", "task", "tasks", task_file_op("task.toml", toml_values), "task.toml"
+        ),
+        Mutation(
+            "task.defects.numbers",
+            "task",
+            "tasks",
+            added("tests/expected_defects.json", defects),
+            "tests/expected_defects.json",
+        ),
+        Mutation(
+            "task.gt_agent.chunks",
+            "task",
+            "tasks",
+            added("tests/ground_truth_agent.json", agent_chunks),
+            "tests/ground_truth_agent.json",
+        ),
+        Mutation(
+            "task.patch.hunk",
+            "task",
+            "tasks",
+            added("tests/reference_fix.patch", patch),
+            "tests/reference_fix.patch",
+        ),
+        Mutation(
+            "task.solve.diff",
+            "task",
+            "tasks",
+            added("solution/solve.sh", solve),
+            "solution/solve.sh",
+        ),
+        Mutation(
+            "task.gt.types",
+            "task",
+            "tasks",
+            added("tests/ground_truth.json", gt_symbols),
+            "tests/ground_truth.json",
+        ),
         Mutation("task.tests_is_file", "task", "tasks", tests_as_file, "tests"),
         Mutation("task.tests_link_loop", "task", "tasks", tests_link("tests"), "tests"),
         Mutation("task.tests_link_etc", "task", "tasks", tests_link("/etc"), "tests"),
@@ -819,13 +1068,23 @@ def generate(
             trial_dir = root / "runs" / run_id / level1 / base.level2 / folder
             _link_tree(pristine / "runs" / "official" / base.rel, trial_dir)
             record = TrialRecord(
-                index, mutation.name, group, trial_seed, base.rel, run_id, folder,
-                str(trial_dir.relative_to(root / "runs")), mutation.target, task=task_name,
+                index,
+                mutation.name,
+                group,
+                trial_seed,
+                base.rel,
+                run_id,
+                folder,
+                str(trial_dir.relative_to(root / "runs")),
+                mutation.target,
+                task=task_name,
             )
             ctx = {"outside": outside}
             if mutation.kind == "task":
                 _rename_task(trial_dir, base, task_name)
-                task_dirs = _copy_task(pristine / "benchmarks", root / "benchmarks", base.task, task_name)
+                task_dirs = _copy_task(
+                    pristine / "benchmarks", root / "benchmarks", base.task, task_name
+                )
                 record.detail = mutation.apply(mrng, task_dirs, ctx)
             else:
                 _set_trial_name(trial_dir, folder)
@@ -928,27 +1187,38 @@ def _limits(memory_gb: float) -> Callable[[], None]:
     return apply
 
 
-def run_cli(stage: str, args: list[str], timeout: float, memory_gb: float, env: dict) -> CommandResult:
+def run_cli(
+    stage: str, args: list[str], timeout: float, memory_gb: float, env: dict
+) -> CommandResult:
     argv = [sys.executable, "-m", "retrieval_lib", *args]
     start = time.perf_counter()
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=_limits(memory_gb), env=env, cwd=env["FUZZ_CWD"],
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_limits(memory_gb),
+        env=env,
+        cwd=env["FUZZ_CWD"],
     )
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the command and every process it started
-        except ProcessLookupError:
-            pass
         out, err = proc.communicate()
     seconds = time.perf_counter() - start
     result = CommandResult(
-        stage, argv[3:], proc.returncode, seconds,
-        out.decode("utf-8", "backslashreplace"), err.decode("utf-8", "backslashreplace"), timed_out,
+        stage,
+        argv[3:],
+        proc.returncode,
+        seconds,
+        out.decode("utf-8", "backslashreplace"),
+        err.decode("utf-8", "backslashreplace"),
+        timed_out,
     )
     result.problem = classify_command(result)
     return result
@@ -999,16 +1269,26 @@ class Findings:
 
 
 class Fuzz:
-    def __init__(self, args: argparse.Namespace, work: Path, records: list[TrialRecord],
-                 groups: dict[str, dict[str, Path]]):
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        work: Path,
+        records: list[TrialRecord],
+        groups: dict[str, dict[str, Path]],
+    ):
         self.args = args
         self.work = work
         self.records = records
         self.groups = groups
         self.findings = Findings()
         self.commands: list[CommandResult] = []
-        self.env = dict(os.environ, SOURCE_DATE_EPOCH="1767225600", MPLBACKEND="Agg",
-                        FUZZ_CWD=str(work / "cwd"), PYTHONDONTWRITEBYTECODE="1")
+        self.env = dict(
+            os.environ,
+            SOURCE_DATE_EPOCH="1767225600",
+            MPLBACKEND="Agg",
+            FUZZ_CWD=str(work / "cwd"),
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         (work / "cwd").mkdir(exist_ok=True)
         self.by_run: dict[tuple[str, str], list[TrialRecord]] = collections.defaultdict(list)
         for r in records:
@@ -1018,9 +1298,15 @@ class Fuzz:
     def example(self, rec: TrialRecord | None, stage: str, error: str, **extra: Any) -> dict:
         ex: dict[str, Any] = {"stage": stage, "error": error[:500], "seed": self.args.seed}
         if rec is not None:
-            ex.update(mutation=rec.mutation, trial_index=rec.index, trial_seed=rec.seed,
-                      base_trial=rec.base, file=rec.file, detail=rec.detail[:300],
-                      trial=f"input/{rec.group}/runs/{rec.trial_path}")
+            ex.update(
+                mutation=rec.mutation,
+                trial_index=rec.index,
+                trial_seed=rec.seed,
+                base_trial=rec.base,
+                file=rec.file,
+                detail=rec.detail[:300],
+                trial=f"input/{rec.group}/runs/{rec.trial_path}",
+            )
         ex.update(extra)
         return ex
 
@@ -1032,9 +1318,15 @@ class Fuzz:
         per_trial = self.args.seconds_per_trial * (3 if stage == "study" else 1)
         return (base + n * per_trial) * self.args.timeout_factor
 
-    def run_stage(self, stage: str, group: str, args_for: Callable[[list[str] | None], list[str]],
-                  runs: list[str], ok: Callable[[CommandResult, list[str]], bool],
-                  suspect: set[str] = frozenset()) -> list[tuple[CommandResult, list[str]]]:
+    def run_stage(
+        self,
+        stage: str,
+        group: str,
+        args_for: Callable[[list[str] | None], list[str]],
+        runs: list[str],
+        ok: Callable[[CommandResult, list[str]], bool],
+        suspect: set[str] = frozenset(),
+    ) -> list[tuple[CommandResult, list[str]]]:
         """The group's runs in one command (``args_for(None)``); the ``suspect`` runs, which
         failed an earlier stage as a whole, one by one. A command that fails as a whole
         (crash, hang, or no normal end: ``ok``) is split into about sqrt(n) parts, and a
@@ -1044,12 +1336,21 @@ class Fuzz:
 
         def attempt(sel: list[str], whole: bool) -> None:
             n = sum(len(self.by_run[(group, r)]) for r in sel)
-            res = run_cli(stage, args_for(None if whole else sel), self.timeout(stage, group, n),
-                          self.args.memory_gb, self.env)
+            res = run_cli(
+                stage,
+                args_for(None if whole else sel),
+                self.timeout(stage, group, n),
+                self.args.memory_gb,
+                self.env,
+            )
             self.commands.append(res)
             good = res.problem is None and ok(res, sel)
             if whole or not good:
-                self._log(group, res, f"{len(sel)} run(s), {n} trials" if len(sel) > 1 else f"run {sel[0]}")
+                self._log(
+                    group,
+                    res,
+                    f"{len(sel)} run(s), {n} trials" if len(sel) > 1 else f"run {sel[0]}",
+                )
             if good or len(sel) == 1:
                 done.append((res, sel))
                 return
@@ -1066,14 +1367,23 @@ class Fuzz:
         return done
 
     @staticmethod
-    def failed_runs(pairs: list[tuple[CommandResult, list[str]]], ok: Callable[[CommandResult, list[str]], bool]) -> set[str]:
-        return {run for res, sel in pairs if len(sel) == 1 and (res.problem or not ok(res, sel)) for run in sel}
+    def failed_runs(
+        pairs: list[tuple[CommandResult, list[str]]], ok: Callable[[CommandResult, list[str]], bool]
+    ) -> set[str]:
+        return {
+            run
+            for res, sel in pairs
+            if len(sel) == 1 and (res.problem or not ok(res, sel))
+            for run in sel
+        }
 
     def _log(self, group: str, res: CommandResult, what: str) -> None:
-        state = res.problem or ("exit %s" % res.returncode)
-        print(f"  [{group}] {res.stage} ({what}): {state} in {res.seconds:.1f} s"
-              + (f": {last_error_line(res.text)[:160]}" if res.problem or res.returncode else ""),
-              flush=True)
+        state = res.problem or f"exit {res.returncode}"
+        print(
+            f"  [{group}] {res.stage} ({what}): {state} in {res.seconds:.1f} s"
+            + (f": {last_error_line(res.text)[:160]}" if res.problem or res.returncode else ""),
+            flush=True,
+        )
 
     def command_findings(self, group: str, pairs: list[tuple[CommandResult, list[str]]]) -> None:
         for res, runs in pairs:
@@ -1081,10 +1391,19 @@ class Fuzz:
                 recs = [r for run in runs for r in self.by_run[(group, run)]]
                 rec = recs[0] if recs else None
                 mutation = rec.mutation if len(runs) == 1 and rec else f"(group {group})"
-                self.findings.add(res.problem, mutation, self.example(
-                    rec if len(runs) == 1 else None, res.stage, last_error_line(res.text),
-                    command="retrieval-lib " + " ".join(res.argv), exit=res.returncode,
-                    seconds=round(res.seconds, 1), runs=runs[:3]))
+                self.findings.add(
+                    res.problem,
+                    mutation,
+                    self.example(
+                        rec if len(runs) == 1 else None,
+                        res.stage,
+                        last_error_line(res.text),
+                        command="retrieval-lib " + " ".join(res.argv),
+                        exit=res.returncode,
+                        seconds=round(res.seconds, 1),
+                        runs=runs[:3],
+                    ),
+                )
 
     # -- per group
     def process(self, group: str) -> None:
@@ -1102,8 +1421,15 @@ class Fuzz:
 
         def norm_args(sel: list[str] | None) -> list[str]:
             paths = [str(runs_root)] if sel is None else [str(runs_root / s) for s in sel]
-            return ["normalize", *paths, "--tasks-root", str(tasks_root), "--out", str(out),
-                    *workers(sel or runs)]
+            return [
+                "normalize",
+                *paths,
+                "--tasks-root",
+                str(tasks_root),
+                "--out",
+                str(out),
+                *workers(sel or runs),
+            ]
 
         norm_ok = lambda r, sel: "normalized " in r.stdout  # noqa: E731
         norm = self.run_stage("normalize", group, norm_args, runs, ok=norm_ok)
@@ -1115,29 +1441,48 @@ class Fuzz:
         live = [r for r in runs if r not in hung]
 
         if "evaluate" in self.args.stages and live:
+
             def eval_args(sel: list[str] | None) -> list[str]:
                 chosen = [str(out / s) for s in (sel or live) if (out / s).is_dir()]
                 return ["evaluate", *(chosen or [str(out / (sel or live)[0])])]
 
             def eval_ok(res: CommandResult, sel: list[str]) -> bool:
                 # every run evaluated or named in an error: no root skipped by an abort
-                return all(f"/{run}/retrieval_events: " in res.stdout or run in res.stderr
-                           for run in sel if (out / run).is_dir())
+                return all(
+                    f"/{run}/retrieval_events: " in res.stdout or run in res.stderr
+                    for run in sel
+                    if (out / run).is_dir()
+                )
 
             ev = self.run_stage("evaluate", group, eval_args, live, ok=eval_ok, suspect=suspect)
             self.command_findings(group, ev)
             self.reconcile_evaluate(group, ev, out)
 
         if "study" in self.args.stages and live:
+
             def study_args(sel: list[str] | None) -> list[str]:
                 paths = [str(runs_root)] if sel is None else [str(runs_root / s) for s in sel]
                 extra = [] if (self.args.study_report and sel is None) else ["--no-report"]
                 target = study_out / "part" / sel[0] if sel is not None else study_out
-                return ["study", *paths, "--tasks-root", str(tasks_root), "--out", str(target),
-                        *workers(sel or live), *extra]
+                return [
+                    "study",
+                    *paths,
+                    "--tasks-root",
+                    str(tasks_root),
+                    "--out",
+                    str(target),
+                    *workers(sel or live),
+                    *extra,
+                ]
 
-            st = self.run_stage("study", group, study_args, live, ok=lambda r, sel: r.returncode == 0,
-                                suspect=suspect)
+            st = self.run_stage(
+                "study",
+                group,
+                study_args,
+                live,
+                ok=lambda r, sel: r.returncode == 0,
+                suspect=suspect,
+            )
             self.command_findings(group, st)
             self.reconcile_study(group, st, study_out, skip=hung)
 
@@ -1169,13 +1514,21 @@ class Fuzz:
     def compare_snapshots(self, group: str, before: dict, after: dict, where: str) -> None:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         for rel in changed:
-            rec = self._trial_of(group, rel[len("runs/"):]) if rel.startswith("runs/") else None
+            rec = self._trial_of(group, rel[len("runs/") :]) if rel.startswith("runs/") else None
             if rec is None and rel.startswith("benchmarks/"):
                 rec = self._by_path.get((group, "/".join(Path(rel).parts[:3])))
-            what = ("created" if rel not in before else "removed" if rel not in after else "modified")
-            self.findings.add("input_changed", rec.mutation if rec else f"({where} of group {group})",
-                              self.example(rec, "all", f"{where}/{rel} {what}",
-                                           before=str(before.get(rel))[:200], after=str(after.get(rel))[:200]))
+            what = "created" if rel not in before else "removed" if rel not in after else "modified"
+            self.findings.add(
+                "input_changed",
+                rec.mutation if rec else f"({where} of group {group})",
+                self.example(
+                    rec,
+                    "all",
+                    f"{where}/{rel} {what}",
+                    before=str(before.get(rel))[:200],
+                    after=str(after.get(rel))[:200],
+                ),
+            )
 
     def _check_json(self, path: Path, kind: str) -> tuple[dict | None, str | None]:
         from retrieval_lib.events.document import validate_document
@@ -1195,8 +1548,11 @@ class Fuzz:
         except (ValueError, RecursionError) as exc:
             return None, f"not strict JSON: {exc}"
         try:
-            {"events": validate_document, "metrics": validate_metrics_record,
-             "summary": validate_summary}[kind](doc, where=str(path.name))
+            {
+                "events": validate_document,
+                "metrics": validate_metrics_record,
+                "summary": validate_summary,
+            }[kind](doc, where=str(path.name))
         except Exception as exc:  # noqa: BLE001 - any failure of the validator is a finding
             return doc, f"{type(exc).__name__}: {exc}"
         return doc, None
@@ -1204,7 +1560,9 @@ class Fuzz:
     def _named(self, text: str, rec: TrialRecord) -> bool:
         return rec.folder in text or (rec.folder.rsplit("__", 1)[-1] in text and "__" in text)
 
-    def reconcile_normalize(self, group: str, pairs: list[tuple[CommandResult, list[str]]], out: Path) -> None:
+    def reconcile_normalize(
+        self, group: str, pairs: list[tuple[CommandResult, list[str]]], out: Path
+    ) -> None:
         text = "\n".join(res.text for res, _ in pairs)
         documents: dict[str, Path] = {}
         for path in sorted(out.rglob("*.retrieval_events.json")) if out.is_dir() else []:
@@ -1218,10 +1576,19 @@ class Fuzz:
                 run_id = prov.get("run_id")
                 if rel_trial:
                     documents[f"{run_id}/{rel_trial}"] = path
-            rec = self._by_path.get((group, f"{doc['provenance']['run_id']}/{rel_trial}")) if rel_trial else None
+            rec = (
+                self._by_path.get((group, f"{doc['provenance']['run_id']}/{rel_trial}"))
+                if rel_trial
+                else None
+            )
             if problem:
-                self.findings.add("schema_invalid", rec.mutation if rec else f"(group {group})",
-                                  self.example(rec, "normalize", problem, document=str(path.relative_to(self.work))))
+                self.findings.add(
+                    "schema_invalid",
+                    rec.mutation if rec else f"(group {group})",
+                    self.example(
+                        rec, "normalize", problem, document=str(path.relative_to(self.work))
+                    ),
+                )
         failed_lines = [ln for ln in text.splitlines() if ln.startswith("failed: ")]
         for rec in (r for r in self.records if r.group == group):
             if rec.trial_path in documents:
@@ -1230,65 +1597,110 @@ class Fuzz:
             if lines:
                 message = lines[0].split(": ", 2)[-1]
                 if _PY_EXC.match(message) or re.match(r"^[A-Z]\w+(Error|Exception): ", message):
-                    self.findings.add("internal_error", rec.mutation, self.example(rec, "normalize", message))
+                    self.findings.add(
+                        "internal_error", rec.mutation, self.example(rec, "normalize", message)
+                    )
                 continue
             if self._named(text, rec):
                 continue
-            self.findings.add("lost", rec.mutation, self.example(
-                rec, "normalize", "no document and not named in the output: "
-                + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)")))
+            self.findings.add(
+                "lost",
+                rec.mutation,
+                self.example(
+                    rec,
+                    "normalize",
+                    "no document and not named in the output: "
+                    + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)"),
+                ),
+            )
         self.documents = documents
 
-    def reconcile_evaluate(self, group: str, pairs: list[tuple[CommandResult, list[str]]], out: Path) -> None:
+    def reconcile_evaluate(
+        self, group: str, pairs: list[tuple[CommandResult, list[str]]], out: Path
+    ) -> None:
         text = "\n".join(res.text for res, _ in pairs)
         for line in text.splitlines():
             if _PY_EXC.search(line) and ("invalid document" in line or "error" in line):
                 rec = next((r for r in self.records if r.group == group and r.folder in line), None)
-                run = next((r for r in {x.run_id for x in self.records if x.group == group} if r in line), None)
+                run = next(
+                    (r for r in {x.run_id for x in self.records if x.group == group} if r in line),
+                    None,
+                )
                 if rec is None and run:
                     rec = self.by_run[(group, run)][0]
-                self.findings.add("internal_error", rec.mutation if rec else f"(group {group})",
-                                  self.example(rec, "evaluate", line))
+                self.findings.add(
+                    "internal_error",
+                    rec.mutation if rec else f"(group {group})",
+                    self.example(rec, "evaluate", line),
+                )
         for key, doc_path in sorted(self.documents.items()):
             rec = self._by_path.get((group, key))
-            metrics = doc_path.with_name(doc_path.name.replace(".retrieval_events.json", ".retrieval_metrics.json"))
+            metrics = doc_path.with_name(
+                doc_path.name.replace(".retrieval_events.json", ".retrieval_metrics.json")
+            )
             if metrics.is_file():
                 _, problem = self._check_json(metrics, "metrics")
                 if problem:
-                    self.findings.add("schema_invalid", rec.mutation if rec else f"(group {group})",
-                                      self.example(rec, "evaluate", problem, document=str(metrics.relative_to(self.work))))
+                    self.findings.add(
+                        "schema_invalid",
+                        rec.mutation if rec else f"(group {group})",
+                        self.example(
+                            rec, "evaluate", problem, document=str(metrics.relative_to(self.work))
+                        ),
+                    )
                 continue
             if doc_path.name in text or (rec and self._named(text, rec)):
                 continue
-            self.findings.add("lost", rec.mutation if rec else f"(group {group})",
-                              self.example(rec, "evaluate", "document has no metrics record and is not named: "
-                                           + (last_error_line(_text_for(pairs, key.split("/")[0])) or "(no message)")))
+            self.findings.add(
+                "lost",
+                rec.mutation if rec else f"(group {group})",
+                self.example(
+                    rec,
+                    "evaluate",
+                    "document has no metrics record and is not named: "
+                    + (last_error_line(_text_for(pairs, key.split("/")[0])) or "(no message)"),
+                ),
+            )
         for summary in sorted(out.rglob("run_retrieval_summary.json")) if out.is_dir() else []:
             _, problem = self._check_json(summary, "summary")
             if problem:
                 run = summary.relative_to(out).parts[0]
                 recs = self.by_run.get((group, run)) or [None]
                 rec = recs[0]
-                self.findings.add("schema_invalid", rec.mutation if rec else f"(group {group})",
-                                  self.example(rec, "evaluate", problem, document=str(summary.relative_to(self.work))))
+                self.findings.add(
+                    "schema_invalid",
+                    rec.mutation if rec else f"(group {group})",
+                    self.example(
+                        rec, "evaluate", problem, document=str(summary.relative_to(self.work))
+                    ),
+                )
 
-    def reconcile_study(self, group: str, pairs: list[tuple[CommandResult, list[str]]], study_out: Path,
-                        skip: set[str]) -> None:
+    def reconcile_study(
+        self,
+        group: str,
+        pairs: list[tuple[CommandResult, list[str]]],
+        study_out: Path,
+        skip: set[str],
+    ) -> None:
         import pandas as pd
 
         texts = [res.text for res, _ in pairs]
         present: set[str] = set()
-        for table in list(study_out.rglob("study/tables/trials.parquet")) + list(study_out.rglob("study/tables/trials.csv")):
+        for table in list(study_out.rglob("study/tables/trials.parquet")) + list(
+            study_out.rglob("study/tables/trials.csv")
+        ):
             frame = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
             for column in ("trial_name", "source_document", "trial_id"):
                 if column in frame:
                     present.update(str(v) for v in frame[column].dropna())
         for path in study_out.rglob("*"):
-            if path.name in ("study_inputs.json", "run_retrieval_summary.json", "study_manifest.json") or path.suffix == ".html":
-                try:
+            if (
+                path.name
+                in ("study_inputs.json", "run_retrieval_summary.json", "study_manifest.json")
+                or path.suffix == ".html"
+            ):
+                with contextlib.suppress(OSError):
                     texts.append(path.read_text(errors="replace"))
-                except OSError:
-                    pass
         blob = "\n".join(texts)
         present_blob = "\n".join(sorted(present))
         for line in blob.splitlines():
@@ -1296,18 +1708,35 @@ class Fuzz:
                 rec = next((r for r in self.records if r.group == group and r.folder in line), None)
                 if rec is not None or "failed" in line:
                     if rec is None:
-                        run = next((r for r in {x.run_id for x in self.records if x.group == group} if r in line), None)
+                        run = next(
+                            (
+                                r
+                                for r in {x.run_id for x in self.records if x.group == group}
+                                if r in line
+                            ),
+                            None,
+                        )
                         rec = self.by_run[(group, run)][0] if run else None
-                    self.findings.add("internal_error", rec.mutation if rec else f"(group {group})",
-                                      self.example(rec, "study", line.strip()[:400]))
+                    self.findings.add(
+                        "internal_error",
+                        rec.mutation if rec else f"(group {group})",
+                        self.example(rec, "study", line.strip()[:400]),
+                    )
         for rec in (r for r in self.records if r.group == group and r.run_id not in skip):
             if rec.folder in present_blob or rec.folder.rsplit("__", 1)[-1] in present_blob:
                 continue
             if self._named(blob, rec):
                 continue
-            self.findings.add("lost", rec.mutation, self.example(
-                rec, "study", "not in the study's trials table and not named: "
-                + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)")))
+            self.findings.add(
+                "lost",
+                rec.mutation,
+                self.example(
+                    rec,
+                    "study",
+                    "not in the study's trials table and not named: "
+                    + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)"),
+                ),
+            )
 
 
 def _text_for(pairs: list[tuple[CommandResult, list[str]]], run: str) -> str:
@@ -1320,20 +1749,35 @@ def _text_for(pairs: list[tuple[CommandResult, list[str]]], run: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=default_corpus(),
-                        help="the real sample (read only; default ../shared/corpus/csb)")
-    parser.add_argument("--trials", type=int, default=10_000, help="mutated trials (default 10,000)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=default_corpus(),
+        help="the real sample (read only; default ../shared/corpus/csb)",
+    )
+    parser.add_argument(
+        "--trials", type=int, default=10_000, help="mutated trials (default 10,000)"
+    )
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--per-run", type=int, default=400, help="trials per run folder at most")
     parser.add_argument("--mutations", default="", help="comma-separated mutation names only")
     parser.add_argument("--stages", default="normalize,evaluate,study")
-    parser.add_argument("--study-report", action="store_true",
-                        help="render the study notebook/HTML of each group (slow); default --no-report")
-    parser.add_argument("--seconds-per-trial", type=float, default=0.05,
-                        help="expected normalize CPU seconds per trial, for the timeouts")
+    parser.add_argument(
+        "--study-report",
+        action="store_true",
+        help="render the study notebook/HTML of each group (slow); default --no-report",
+    )
+    parser.add_argument(
+        "--seconds-per-trial",
+        type=float,
+        default=0.05,
+        help="expected normalize CPU seconds per trial, for the timeouts",
+    )
     parser.add_argument("--timeout-factor", type=float, default=1.0)
-    parser.add_argument("--memory-gb", type=float, default=6.0, help="address-space limit per command")
+    parser.add_argument(
+        "--memory-gb", type=float, default=6.0, help="address-space limit per command"
+    )
     parser.add_argument("--work", type=Path, help="work folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--out", type=Path, default=HERE / "out" / "fuzz.json")
@@ -1359,9 +1803,12 @@ def main(argv: list[str] | None = None) -> int:
     records, groups = generate(corpus, work, args.trials, args.seed, only, args.per_run)
     t_gen = time.perf_counter() - t0
     n_tasks = len({r.task for r in records if r.group.startswith("task")})
-    print(f"generated {len(records)} mutated trials ({n_tasks} mutated task folders, "
-          f"{len({r.mutation for r in records})} mutations) in {len(groups)} groups, "
-          f"{len({(r.group, r.run_id) for r in records})} runs, in {t_gen:.1f} s under {work}", flush=True)
+    print(
+        f"generated {len(records)} mutated trials ({n_tasks} mutated task folders, "
+        f"{len({r.mutation for r in records})} mutations) in {len(groups)} groups, "
+        f"{len({(r.group, r.run_id) for r in records})} runs, in {t_gen:.1f} s under {work}",
+        flush=True,
+    )
     with open(work / "manifest.jsonl", "w") as handle:
         for rec in records:
             handle.write(json.dumps(asdict(rec), ensure_ascii=True) + "\n")
@@ -1383,22 +1830,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if report["total_failures"] == 0 else 1
 
 
-def summarise(args, fuzz: Fuzz, records: list[TrialRecord], seconds: float, t_gen: float, work: Path) -> dict:
+def summarise(
+    args, fuzz: Fuzz, records: list[TrialRecord], seconds: float, t_gen: float, work: Path
+) -> dict:
     f = fuzz.findings
     per_mutation = collections.Counter(r.mutation for r in records)
-    print(f"\n{len(records)} mutated trials, {len(per_mutation)} mutations, seed {args.seed}: "
-          f"{seconds:.0f} s (generation {t_gen:.0f} s; {len(fuzz.commands)} commands); "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"\n| failure class | count | mutations | example (mutation: error) |\n|---|---|---|---|")
+    print(
+        f"\n{len(records)} mutated trials, {len(per_mutation)} mutations, seed {args.seed}: "
+        f"{seconds:.0f} s (generation {t_gen:.0f} s; {len(fuzz.commands)} commands); "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print("\n| failure class | count | mutations | example (mutation: error) |\n|---|---|---|---|")
     for cls in FAILURE_CLASSES:
         counts = f.counts[cls]
         first = next(iter(sorted(counts, key=lambda m: -counts[m])), None)
         ex = f.examples[cls].get(first, {}) if first else {}
         shown = f"{first}: {ex.get('error', '')[:90]}" if first else ""
         print(f"| {cls} | {sum(counts.values())} | {len(counts)} | {shown.replace('|', '/')} |")
-    print("\nby stage: " + "; ".join(
-        f"{cls}: " + ", ".join(f"{st} {n}" for st, n in sorted(f.by_stage[cls].items()))
-        for cls in FAILURE_CLASSES if f.by_stage[cls]))
+    print(
+        "\nby stage: "
+        + "; ".join(
+            f"{cls}: " + ", ".join(f"{st} {n}" for st, n in sorted(f.by_stage[cls].items()))
+            for cls in FAILURE_CLASSES
+            if f.by_stage[cls]
+        )
+    )
     print("\nby mutation (failing ones):")
     rows = collections.defaultdict(dict)
     for cls in FAILURE_CLASSES:
@@ -1428,8 +1884,13 @@ def summarise(args, fuzz: Fuzz, records: list[TrialRecord], seconds: float, t_ge
         "by_stage": {c: dict(sorted(f.by_stage[c].items())) for c in FAILURE_CLASSES},
         "reproducers": f.examples,
         "command_log": [
-            {"stage": c.stage, "argv": " ".join(c.argv)[:300], "exit": c.returncode,
-             "seconds": round(c.seconds, 1), "problem": c.problem}
+            {
+                "stage": c.stage,
+                "argv": " ".join(c.argv)[:300],
+                "exit": c.returncode,
+                "seconds": round(c.seconds, 1),
+                "problem": c.problem,
+            }
             for c in fuzz.commands
         ],
         "work": str(work) if args.keep else None,
