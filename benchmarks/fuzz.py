@@ -65,7 +65,15 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
-FAILURE_CLASSES = ("crash", "internal_error", "hang", "schema_invalid", "input_changed", "lost")
+FAILURE_CLASSES = (
+    "crash",
+    "internal_error",
+    "hang",
+    "aborted",
+    "schema_invalid",
+    "input_changed",
+    "lost",
+)
 _ID_ALPHABET = string.ascii_letters + string.digits
 _PY_EXC = re.compile(
     r"\b(TypeError|ValueError|KeyError|IndexError|AttributeError|OverflowError|RecursionError|"
@@ -1282,6 +1290,8 @@ class Fuzz:
         self.groups = groups
         self.findings = Findings()
         self.commands: list[CommandResult] = []
+        #: commands that failed as a whole while each part of them succeeded
+        self.unpinned: list[tuple[CommandResult, list[str], str]] = []
         self.env = dict(
             os.environ,
             SOURCE_DATE_EPOCH="1767225600",
@@ -1334,7 +1344,8 @@ class Fuzz:
         done: list[tuple[CommandResult, list[str]]] = []
         healthy = [r for r in runs if r not in suspect]
 
-        def attempt(sel: list[str], whole: bool) -> None:
+        def attempt(sel: list[str], whole: bool) -> bool:
+            """Run ``sel``; True when a failure was recorded (here or in a part)."""
             n = sum(len(self.by_run[(group, r)]) for r in sel)
             res = run_cli(
                 stage,
@@ -1353,11 +1364,13 @@ class Fuzz:
                 )
             if good or len(sel) == 1:
                 done.append((res, sel))
-                return
+                return not good
             size = len(sel) if len(sel) <= 6 else -(-len(sel) // max(2, round(len(sel) ** 0.5)))
             size = 1 if size >= len(sel) else size
-            for i in range(0, len(sel), size):
-                attempt(sel[i : i + size], False)
+            pinned = [attempt(sel[i : i + size], False) for i in range(0, len(sel), size)]
+            if not any(pinned):  # fails only with these runs together
+                self.unpinned.append((res, sel, group))
+            return True
 
         if healthy:
             attempt(healthy, whole=not suspect)
@@ -1816,6 +1829,19 @@ def main(argv: list[str] | None = None) -> int:
     order = sorted(groups, key=lambda g: (g != "bulk", g))
     for group in order:
         fuzz.process(group)
+    for res, sel, group in fuzz.unpinned:
+        fuzz.findings.add(
+            res.problem if res.problem in ("crash", "hang") else "aborted",
+            f"({group}: {len(sel)} runs together)",
+            fuzz.example(
+                None,
+                res.stage,
+                last_error_line(res.text),
+                command="retrieval-lib " + " ".join(res.argv)[:400],
+                exit=res.returncode,
+                note="every part of these runs passes alone: an interaction (e.g. pooled values)",
+            ),
+        )
     if snapshot(corpus) != corpus_before:
         fuzz.findings.add("input_changed", "(corpus)", {"error": f"{corpus} changed"})
     seconds = time.perf_counter() - t0
