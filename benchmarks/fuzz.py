@@ -1292,6 +1292,8 @@ class Fuzz:
         self.commands: list[CommandResult] = []
         #: commands that failed as a whole while each part of them succeeded
         self.unpinned: list[tuple[CommandResult, list[str], str]] = []
+        #: commands (by id) that did not end normally: no per-trial report
+        self.not_ok: set[int] = set()
         self.env = dict(
             os.environ,
             SOURCE_DATE_EPOCH="1767225600",
@@ -1364,6 +1366,8 @@ class Fuzz:
                 )
             if good or len(sel) == 1:
                 done.append((res, sel))
+                if not good:
+                    self.not_ok.add(id(res))
                 return not good
             size = len(sel) if len(sel) <= 6 else -(-len(sel) // max(2, round(len(sel) ** 0.5)))
             size = 1 if size >= len(sel) else size
@@ -1400,12 +1404,13 @@ class Fuzz:
 
     def command_findings(self, group: str, pairs: list[tuple[CommandResult, list[str]]]) -> None:
         for res, runs in pairs:
-            if res.problem in ("crash", "hang"):
+            problem = res.problem or ("aborted" if id(res) in self.not_ok else None)
+            if problem:
                 recs = [r for run in runs for r in self.by_run[(group, run)]]
                 rec = recs[0] if recs else None
                 mutation = rec.mutation if len(runs) == 1 and rec else f"(group {group})"
                 self.findings.add(
-                    res.problem,
+                    problem,
                     mutation,
                     self.example(
                         rec if len(runs) == 1 else None,
