@@ -1608,7 +1608,7 @@ class Fuzz:
                     ),
                 )
         failed_lines = [ln for ln in text.splitlines() if ln.startswith("failed: ")]
-        for rec in (r for r in self.records if r.group == group):
+        for rec in (r for r in self.records if r.group == group and r.run_id not in _broken(pairs)):
             if rec.trial_path in documents:
                 continue
             lines = [ln for ln in failed_lines if rec.folder in ln]
@@ -1651,8 +1651,11 @@ class Fuzz:
                     rec.mutation if rec else f"(group {group})",
                     self.example(rec, "evaluate", line),
                 )
+        broken = _broken(pairs)
         for key, doc_path in sorted(self.documents.items()):
             rec = self._by_path.get((group, key))
+            if key.split("/")[0] in broken:
+                continue
             metrics = doc_path.with_name(
                 doc_path.name.replace(".retrieval_events.json", ".retrieval_metrics.json")
             )
@@ -1740,7 +1743,9 @@ class Fuzz:
                         rec.mutation if rec else f"(group {group})",
                         self.example(rec, "study", line.strip()[:400]),
                     )
-        for rec in (r for r in self.records if r.group == group and r.run_id not in skip):
+        for rec in (
+            r for r in self.records if r.group == group and r.run_id not in skip | _broken(pairs)
+        ):
             if rec.folder in present_blob or rec.folder.rsplit("__", 1)[-1] in present_blob:
                 continue
             if self._named(blob, rec):
@@ -1755,6 +1760,11 @@ class Fuzz:
                     + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)"),
                 ),
             )
+
+
+def _broken(pairs: list[tuple[CommandResult, list[str]]]) -> set[str]:
+    """Runs whose command crashed or hung (reported as such, not also as lost)."""
+    return {run for res, sel in pairs if res.problem in ("crash", "hang") for run in sel}
 
 
 def _text_for(pairs: list[tuple[CommandResult, list[str]]], run: str) -> str:
