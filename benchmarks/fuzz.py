@@ -1294,6 +1294,8 @@ class Fuzz:
         self.unpinned: list[tuple[CommandResult, list[str], str]] = []
         #: commands (by id) that did not end normally: no per-trial report
         self.not_ok: set[int] = set()
+        #: where each mutated trial ended up (normalize), for the summary
+        self.outcomes: collections.Counter[str] = collections.Counter()
         self.env = dict(
             os.environ,
             SOURCE_DATE_EPOCH="1767225600",
@@ -1608,19 +1610,29 @@ class Fuzz:
                     ),
                 )
         failed_lines = [ln for ln in text.splitlines() if ln.startswith("failed: ")]
-        for rec in (r for r in self.records if r.group == group and r.run_id not in _broken(pairs)):
+        broken = _broken(pairs)
+        for rec in (r for r in self.records if r.group == group):
+            if rec.run_id in broken:
+                self.outcomes["normalize: command crashed or hung"] += 1
+                continue
             if rec.trial_path in documents:
+                self.outcomes["normalize: document"] += 1
                 continue
             lines = [ln for ln in failed_lines if rec.folder in ln]
             if lines:
                 message = lines[0].split(": ", 2)[-1]
                 if _PY_EXC.match(message) or re.match(r"^[A-Z]\w+(Error|Exception): ", message):
+                    self.outcomes["normalize: failed (bare Python exception)"] += 1
                     self.findings.add(
                         "internal_error", rec.mutation, self.example(rec, "normalize", message)
                     )
+                else:
+                    self.outcomes["normalize: failed with a message"] += 1
                 continue
             if self._named(text, rec):
+                self.outcomes["normalize: named in an error"] += 1
                 continue
+            self.outcomes["normalize: lost"] += 1
             self.findings.add(
                 "lost",
                 rec.mutation,
@@ -1889,6 +1901,10 @@ def summarise(
         shown = f"{first}: {ex.get('error', '')[:90]}" if first else ""
         print(f"| {cls} | {sum(counts.values())} | {len(counts)} | {shown.replace('|', '/')} |")
     print(
+        "\nnormalize outcome per mutated trial: "
+        + ", ".join(f"{k.split(': ', 1)[1]} {v}" for k, v in sorted(fuzz.outcomes.items()))
+    )
+    print(
         "\nby stage: "
         + "; ".join(
             f"{cls}: " + ", ".join(f"{st} {n}" for st, n in sorted(f.by_stage[cls].items()))
@@ -1923,6 +1939,7 @@ def summarise(
         "total_failures": sum(sum(f.counts[c].values()) for c in FAILURE_CLASSES),
         "by_class": {c: dict(sorted(f.counts[c].items())) for c in FAILURE_CLASSES},
         "by_stage": {c: dict(sorted(f.by_stage[c].items())) for c in FAILURE_CLASSES},
+        "normalize_outcomes": dict(sorted(fuzz.outcomes.items())),
         "reproducers": f.examples,
         "command_log": [
             {
