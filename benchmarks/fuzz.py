@@ -1467,9 +1467,9 @@ class Fuzz:
                 return ["evaluate", *(chosen or [str(out / (sel or live)[0])])]
 
             def eval_ok(res: CommandResult, sel: list[str]) -> bool:
-                # every run evaluated or named in an error: no root skipped by an abort
+                # every run with documents evaluated: none skipped by an abort or refused
                 return all(
-                    f"/{run}/retrieval_events: " in res.stdout or run in res.stderr
+                    f"/{run}/retrieval_events: " in res.stdout
                     for run in sel
                     if (out / run).is_dir()
                 )
