@@ -1097,6 +1097,8 @@ def generate(
             else:
                 _set_trial_name(trial_dir, folder)
                 record.detail = mutation.apply(mrng, trial_dir, ctx)
+                if mutation.kind == "config":
+                    record.detail = f"config folder named {level1!r}"
             records.append(record)
             index += 1
     if "rootloop" in groups:
@@ -1417,7 +1419,8 @@ class Fuzz:
                     self.example(
                         rec if len(runs) == 1 else None,
                         res.stage,
-                        last_error_line(res.text),
+                        last_error_line(res.text)
+                        or f"killed after {res.seconds:.0f} s without an answer",
                         command="retrieval-lib " + " ".join(res.argv),
                         exit=res.returncode,
                         seconds=round(res.seconds, 1),
