@@ -11,6 +11,8 @@ that runs ``retrieval-lib normalize``, ``evaluate`` and ``study`` on them in sub
   (``TypeError: ...``, ``OverflowError: ...``): the library's catch-all caught a bug;
 * ``hang``: a command that did not finish within its timeout (killed with its process
   group);
+* ``aborted``: a command that stopped as a whole (no per-trial report) because of one run;
+  ``(group: n runs together)`` when only those runs together make it stop;
 * ``schema_invalid``: a written document, metrics record or run summary that fails the
   shipped schema, or is not strict JSON (``NaN``/``Infinity``);
 * ``input_changed``: any byte, mode, mtime or entry of the mutated input tree (runs and
