@@ -1588,7 +1588,7 @@ class Fuzz:
     def reconcile_normalize(
         self, group: str, pairs: list[tuple[CommandResult, list[str]]], out: Path
     ) -> None:
-        text = "\n".join(res.text for res, _ in pairs)
+        text = "\n".join([*(res.text for res, _ in pairs), *_report_texts(out)])
         documents: dict[str, Path] = {}
         for path in sorted(out.rglob("*.retrieval_events.json")) if out.is_dir() else []:
             if path.is_symlink() or not path.is_file():
@@ -1731,14 +1731,7 @@ class Fuzz:
             for column in ("trial_name", "source_document", "trial_id"):
                 if column in frame:
                     present.update(str(v) for v in frame[column].dropna())
-        for path in study_out.rglob("*"):
-            if (
-                path.name
-                in ("study_inputs.json", "run_retrieval_summary.json", "study_manifest.json")
-                or path.suffix == ".html"
-            ):
-                with contextlib.suppress(OSError):
-                    texts.append(path.read_text(errors="replace"))
+        texts.extend(_report_texts(study_out))
         blob = "\n".join(texts)
         present_blob = "\n".join(sorted(present))
         for line in blob.splitlines():
@@ -1777,6 +1770,36 @@ class Fuzz:
                     + (last_error_line(_text_for(pairs, rec.run_id)) or "(no message)"),
                 ),
             )
+
+
+_REPORT_NAME = re.compile(r"fail|left|skip|report|summary|study_inputs|exclu|warn|refus|error")
+_OUTPUT_SUFFIXES = (".retrieval_events.json", ".retrieval_metrics.json")
+
+
+def _report_texts(root: Path) -> list[str]:
+    """Reports an output folder holds that may name left-out trials: files whose name says
+    so (failed, left out, skipped, report, summary, warnings, ``study_inputs.json``) and
+    HTML reports; never the documents, metrics records or a record of every input (which
+    would name every trial)."""
+    texts = []
+    for path in sorted(root.rglob("*")) if root.is_dir() else []:
+        name = path.name.lower()
+        if name.endswith(_OUTPUT_SUFFIXES) or path.suffix not in (
+            ".json",
+            ".txt",
+            ".log",
+            ".md",
+            ".csv",
+            ".html",
+            ".jsonl",
+            ".tsv",
+        ):
+            continue
+        if (path.suffix == ".html" or _REPORT_NAME.search(name)) and path.is_file():
+            with contextlib.suppress(OSError):
+                if path.stat().st_size < 50_000_000:
+                    texts.append(path.read_text(errors="replace"))
+    return texts
 
 
 def _broken(pairs: list[tuple[CommandResult, list[str]]]) -> set[str]:
