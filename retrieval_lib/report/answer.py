@@ -243,7 +243,7 @@ def _power_sentence(row: pd.Series | None, pair: Any, label: str) -> str | None:
         return None
     who = f"{pair.treatment} vs {pair.baseline}"
     n = row.get("n")
-    needed = [row.get("n_needed_0.05"), row.get("n_needed_0.10")]
+    needed: list[Any] = [row.get("n_needed_0.05"), row.get("n_needed_0.10")]
     if _missing(row.get("sd_delta")) or any(_missing(v) for v in needed):
         return (
             f"Tasks needed, {who}: how many matched tasks would detect a {label.lower()} "
