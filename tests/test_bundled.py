@@ -34,7 +34,8 @@ def test_parameter_files_by_name_or_path(tmp_path):
     own = tmp_path / "mine.yaml"
     own.write_text('seed: 3\nrun_dir: "0042"\n', encoding="utf-8")
     assert resolve_params_file(str(own)) == own
-    assert load_params_file(own) == {"seed": 3, "run_dir": "0042"}
+    # a relative path parameter resolves against the parameter file's folder (issue 21)
+    assert load_params_file(own) == {"seed": 3, "run_dir": str(tmp_path / "0042")}
     # a missing path is a path (the read fails with its name), not a shipped name
     with pytest.raises(ReportError, match="cannot read parameter file"):
         load_params_file(tmp_path / "missing.yaml")

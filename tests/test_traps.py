@@ -1158,7 +1158,6 @@ def test_layout_traps(tmp_path: Path) -> None:
     assert docs == [
         "run1/retrieval_events/baseline-local-direct/demo-task-001__abcdefg.retrieval_events.json",
         "run1/retrieval_events/baseline-local-direct/demo-task-001__zzzzzzz.retrieval_events.json",
-        "run1/retrieval_events/completion_record.json",
         "run1/retrieval_events/mcp-remote-direct/demo-task-001.retrieval_events.json",
     ]
     # Normalising again in place leaves the earlier output alone and finds no new trials.

@@ -205,6 +205,7 @@ def test_screenshot_is_not_blank(report, tmp_path):
 # --------------------------------------------------------------------------- the study report
 
 STUDY_SECTIONS = (
+    "Answer",
     "1. The study",
     "2. Leaderboard",
     "3. Matched comparison across runs",
