@@ -246,9 +246,10 @@ def study_report(tmp_path_factory):
 
 def test_study_page_shows_every_section_and_figure(study_report, tmp_path):
     html, n_png = study_report
-    # leaderboard, paired deltas, wins/losses, tiers, tool value, 2 calibration slices,
-    # 2 timelines (the correlation figures have nothing computable on this corpus)
-    assert n_png >= 9
+    # leaderboard, wins/losses, tiers, tool value, 2 calibration slices, 2 timelines (the
+    # correlation figures have nothing computable on this corpus, and no paired test runs:
+    # 3 matched tasks with one non-zero reward delta are described, not tested)
+    assert n_png >= 8
     result = _inspect(html, tmp_path)
     assert result["images"] == n_png == result["decoded"]
     for section in STUDY_SECTIONS:
