@@ -394,7 +394,7 @@ def _value_text(measure: str, value: float) -> str:
 
 
 def format_trec_eval(evaluation: TrecEvaluation, *, per_query: bool = False) -> str:
-    """trec_eval's three-column output: ``measure<TAB>qid<TAB>value``.
+    r"""trec_eval's three-column output: ``measure<TAB>qid<TAB>value``.
 
     The measure is left-aligned in 22 characters, values have 4 decimals (counts are
     integers), the ``all`` rows start with ``runid`` and ``num_q``; per-query rows only
