@@ -39,6 +39,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "retrieval_lib.cli.demo",
     "retrieval_lib.cli.synth",
     "retrieval_lib.cli.kb",
+    "retrieval_lib.cli.trec_eval",
+    "retrieval_lib.cli.export_trec",
 )
 
 
