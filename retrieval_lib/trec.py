@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from retrieval_lib.errors import InputError, MetricError, UsageError
-from retrieval_lib.metrics.ranking import Metric, evaluate_run
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
+
+    from retrieval_lib.metrics.ranking import Metric
 
 __all__ = [
     "COUNT_MEASURES",
@@ -222,6 +222,8 @@ class Measure:
 
     def labels(self) -> list[tuple[str, Metric | None]]:
         """Output names (``P_5``) with the project metric computing each."""
+        from retrieval_lib.metrics.ranking import Metric
+
         family = MEASURES[self.name]
         if not self.cutoffs:
             return [(self.name, None if family is None else Metric(family))]
@@ -329,7 +331,10 @@ def evaluate(
     UsageError
         An unsupported measure.
     """
+    import numpy as np
     import pandas as pd
+
+    from retrieval_lib.metrics.ranking import evaluate_run
 
     parsed = parse_measures(measures)
     if not isinstance(run, TrecRun):

@@ -27,6 +27,8 @@ COMMANDS = [
     ["kb", "aggregate"],
     ["kb", "compare"],
     ["kb", "runs"],
+    ["trec-eval"],
+    ["export-trec"],
 ]
 
 
@@ -99,6 +101,12 @@ WRONG_VALUES = [
     (["kb", "compare", "a", "b", "--seed", "x"], 2, "--seed"),
     (["kb", "aggregate", "r", "--db", "no/such/dir/eval.sqlite"], 1, ""),
     (["kb", "runs", "--db", "no/such/dir/eval.sqlite"], 1, ""),
+    (["trec-eval", "no/qrels", "no/run"], 1, "no such file"),
+    (["trec-eval", "q", "r", "-m", "bpref"], 2, "unsupported measure 'bpref'; supported:"),
+    (["trec-eval", "q", "r", "-m", "P.x"], 2, "unsupported measure"),
+    (["trec-eval", "q", "r", "-l", "0"], 2, "at least 1"),
+    (["export-trec", "no/such/run", "--out", "x"], 1, "no such file or folder"),
+    (["export-trec", "run", "--out", "x", "--config-map", "nofamily"], 1, "NAME=FAMILY"),
 ]
 
 
@@ -141,6 +149,8 @@ def test_demo_into_a_file_fails_in_one_line(capsys, tmp_path):
         (["kb", "ingest", "r.jsonl", "--golden", "g.yaml", "--chunk", "c"], ""),
         (["kb", "compare", "a", "b", "--bootstarp", "5"], "--bootstrap"),
         (["kb", "runs", "--jsn"], "--json"),
+        (["trec-eval", "q", "r", "--per-querry"], "--per-query"),
+        (["export-trec", "run", "--out", "x", "--confg-map", "a=b"], "--config-map"),
     ],
     ids=lambda v: str(v),
 )
