@@ -334,7 +334,7 @@ def evaluate(
     import numpy as np
     import pandas as pd
 
-    from retrieval_lib.metrics.ranking import evaluate_run
+    from retrieval_lib.metrics.ranking import evaluate_queries
 
     parsed = parse_measures(measures)
     if not isinstance(run, TrecRun):
@@ -344,7 +344,9 @@ def evaluate(
     # trec_eval's query order: qid ascending (strcmp).
     ordered = {qid: run.scores[qid] for qid in sorted(run.scores)}
     try:
-        scores = evaluate_run(ordered, qrels, metrics or ["RR"], relevance_level=relevance_level)
+        scores = evaluate_queries(
+            ordered, qrels, metrics or ["RR"], relevance_level=relevance_level
+        )
     except MetricError as exc:
         raise InputError(str(exc)) from None
     table = scores.rankings

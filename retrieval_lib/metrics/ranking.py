@@ -88,10 +88,10 @@ __all__ = [
     "MeanScore",
     "Metric",
     "MetricSpec",
+    "QueryScores",
     "RankingScores",
-    "RunScores",
     "evaluate_rankings",
-    "evaluate_run",
+    "evaluate_queries",
     "list_metrics",
     "non_computable_reason",
     "parse_metric",
@@ -494,7 +494,7 @@ def _requested_metrics(metrics: Sequence[str | Metric] | str | Metric) -> tuple[
 
 _SHAPES = (
     "evaluate_rankings takes a list of rankings ([[id, ...], ...]) aligned with a list of "
-    "relevant sets ([{id, ...}, ...]); evaluate_run takes a run {qid: [id, ...]} or "
+    "relevant sets ([{id, ...}, ...]); evaluate_queries takes a run {qid: [id, ...]} or "
     "{qid: {id: score}} with qrels {qid: {id: grade}}"
 )
 
@@ -534,7 +534,7 @@ def evaluate_rankings(
     MetricError
         Unknown metric, different numbers of rankings and relevant sets, a string or
         unordered container given as a ranking, unhashable ids, or ``{qid: ...}``
-        mappings (those go through :func:`evaluate_run`).
+        mappings (those go through :func:`evaluate_queries`).
 
     Examples
     --------
@@ -684,7 +684,7 @@ _DICT_ITEMS: type = type({}.items())
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class RunScores(Mapping[Hashable, dict[str, float]]):
+class QueryScores(Mapping[Hashable, dict[str, float]]):
     """Per-query values of a ``{qid: ...}`` run, readable as ``{qid: {metric: value}}``.
 
     The shape pytrec_eval's ``evaluate`` returns; NaN where a query cannot be scored.
@@ -722,14 +722,14 @@ class RunScores(Mapping[Hashable, dict[str, float]]):
         return {qid: row for row, qid in enumerate(self.qids)}
 
     def __repr__(self) -> str:
-        return f"RunScores(n_queries={len(self.qids)}, metrics={list(self.rankings.scores)})"
+        return f"QueryScores(n_queries={len(self.qids)}, metrics={list(self.rankings.scores)})"
 
     def metric(self, name: str | Metric) -> dict[Hashable, float]:
         """``{qid: value}`` of one metric.
 
         Examples
         --------
-        >>> evaluate_run({"q1": ["a", "b"]}, {"q1": {"b": 1}}, ["RR"]).metric("MRR")
+        >>> evaluate_queries({"q1": ["a", "b"]}, {"q1": {"b": 1}}, ["RR"]).metric("MRR")
         {'q1': 0.5}
         """
         values = self.rankings[name]
@@ -759,13 +759,13 @@ def _judgements_of(qid: Hashable, entry: object) -> Mapping[Hashable, float]:
     return entry
 
 
-def evaluate_run(
+def evaluate_queries(
     run: Mapping[Any, Sequence[Any] | Mapping[Any, float]],
     qrels: Mapping[Any, Mapping[Any, float]],
     metrics: Sequence[str | Metric] | str | Metric,
     *,
     relevance_level: float = 1,
-) -> RunScores:
+) -> QueryScores:
     """Score a run in the ranx / pytrec_eval calling convention, per query.
 
     Parameters
@@ -783,7 +783,7 @@ def evaluate_run(
 
     Returns
     -------
-    RunScores
+    QueryScores
         ``{qid: {metric: value}}`` for the queries in both the run and the qrels (queries
         only in the run are skipped and listed in ``skipped_not_in_qrels``; queries only in
         the qrels are not scored, as trec_eval without ``-c``). A query without any
@@ -797,7 +797,7 @@ def evaluate_run(
 
     Examples
     --------
-    >>> scores = evaluate_run(
+    >>> scores = evaluate_queries(
     ...     {"q1": {"a": 0.2, "b": 0.9}, "q2": ["x", "y"]},
     ...     {"q1": {"a": 2, "b": 0}, "q2": {"y": 1}},
     ...     ["RR", "P@1"],
@@ -828,4 +828,4 @@ def evaluate_run(
         if not graded and any(grade != 0 and grade != 1 for grade in judged.values()):
             graded = True
     scores = evaluate_rankings(rankings, relevant, requested, gains=gains if graded else None)
-    return RunScores(qids=tuple(qids), rankings=scores, skipped_not_in_qrels=tuple(skipped))
+    return QueryScores(qids=tuple(qids), rankings=scores, skipped_not_in_qrels=tuple(skipped))

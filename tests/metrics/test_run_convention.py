@@ -1,4 +1,4 @@
-"""The ranx / pytrec_eval calling convention (``evaluate_run``), graded nDCG in the kernel and
+"""The ranx / pytrec_eval calling convention (``evaluate_queries``), graded nDCG in the kernel and
 the fast path of ``rank_by_score``, against pytrec_eval and ranx on random runs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from retrieval_lib.errors import MetricError
-from retrieval_lib.metrics.ranking import evaluate_rankings, evaluate_run, rank_by_score
+from retrieval_lib.metrics.ranking import evaluate_queries, evaluate_rankings, rank_by_score
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -49,7 +49,7 @@ def _random_run(seed: int, *, graded: bool) -> tuple[dict, dict]:
 @pytest.mark.parametrize("graded", [False, True])
 def test_score_dict_runs_equal_pytrec_eval(graded):
     run, qrels = _random_run(7 + graded, graded=graded)
-    mine = evaluate_run(run, qrels, list(PYTREC))
+    mine = evaluate_queries(run, qrels, list(PYTREC))
     theirs = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values())).evaluate(run)
     compared = 0
     for qid, values in mine.items():
@@ -68,7 +68,7 @@ def test_score_dict_runs_equal_pytrec_eval(graded):
 def test_list_runs_give_the_same_values_as_evaluate_rankings():
     run = {"a": ["x", "y", "z"], "b": ("y",)}
     qrels = {"a": {"z": 1, "w": 1}, "b": {"x": 1}, "c": {"x": 1}}
-    scores = evaluate_run(run, qrels, ["AP", "RR"])
+    scores = evaluate_queries(run, qrels, ["AP", "RR"])
     assert list(scores) == ["a", "b"]  # c is in the qrels only: not scored
     assert scores["a"] == {"AP": pytest.approx((1 / 3) / 2), "RR": pytest.approx(1 / 3)}
     assert scores.metric("RR") == {"a": pytest.approx(1 / 3), "b": 0.0}
@@ -77,7 +77,7 @@ def test_list_runs_give_the_same_values_as_evaluate_rankings():
 
 
 def test_queries_without_judgements_are_skipped_and_listed():
-    scores = evaluate_run({"q1": ["a"], "q2": ["b"]}, {"q1": {"a": 1}}, ["P@1"])
+    scores = evaluate_queries({"q1": ["a"], "q2": ["b"]}, {"q1": {"a": 1}}, ["P@1"])
     assert list(scores) == ["q1"] and scores.skipped_not_in_qrels == ("q2",)
 
 
@@ -91,7 +91,7 @@ def test_equals_ranx():
         if docs and any(qrels[q].values()) and len(set(docs.values())) == len(docs)
     }
     qrels = {q: qrels[q] for q in run}
-    mine = evaluate_run(run, qrels, ["P@3", "AP", "RR", "nDCG@5"])
+    mine = evaluate_queries(run, qrels, ["P@3", "AP", "RR", "nDCG@5"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ranx_run = ranx.Run.from_dict(run)
@@ -131,13 +131,13 @@ def test_evaluate_rankings_refuses_dicts_naming_the_shapes(rankings, relevant, w
 )
 def test_evaluate_run_refuses_other_shapes(run, qrels, words):
     with pytest.raises(MetricError, match=None) as info:
-        evaluate_run(run, qrels, ["RR"])
+        evaluate_queries(run, qrels, ["RR"])
     assert words in str(info.value)
 
 
 def test_graded_ndcg_by_hand():
     # gains 3 (rank 2) and 1 (rank 3); ideal 3, 2, 1 (the judged but unretrieved 2 counts)
-    scores = evaluate_run({"q": ["x", "a", "b"]}, {"q": {"a": 3, "b": 1, "c": 2}}, ["nDCG"])
+    scores = evaluate_queries({"q": ["x", "a", "b"]}, {"q": {"a": 3, "b": 1, "c": 2}}, ["nDCG"])
     dcg = 3 / math.log2(3) + 1 / math.log2(4)
     ideal = 3 + 2 / math.log2(3) + 1 / math.log2(4)
     assert scores["q"]["nDCG"] == pytest.approx(dcg / ideal)
