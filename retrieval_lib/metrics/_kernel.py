@@ -18,6 +18,7 @@ The kernel works in two steps.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -230,6 +231,42 @@ class HitTable:
         return counts / self._denominator
 
 
+class _ScoreRanks:
+    """``{id: rank}`` of a ``{id: float score}`` dict, looked up without sorting the ids.
+
+    trec_eval's order is score descending, ties by id descending, so the rank of an id is 1
+    + the number of higher scores (a bisection in the sorted scores) + the number of ids
+    with the same score ordered after it (counted only when its score is tied). The kernel
+    needs the ranks of the relevant (or graded) ids only, a few per ranking.
+    """
+
+    __slots__ = ("_ascending", "_n", "_scores")
+
+    def __init__(self, scores: dict[Hashable, float]) -> None:
+        self._scores = scores
+        self._ascending = sorted(scores.values())
+        self._n = len(self._ascending)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def get(self, item: Hashable) -> int | None:
+        score = self._scores.get(item)
+        if score is None:
+            return None
+        ascending = self._ascending
+        right = bisect_right(ascending, score)
+        rank = self._n - right + 1
+        if right >= 2 and ascending[right - 2] == score:  # tied: ids descending break it
+            try:
+                rank += sum(
+                    1 for other, value in self._scores.items() if value == score and other > item
+                )
+            except TypeError as exc:
+                raise MetricError(f"ids cannot be ordered to break score ties ({exc})") from None
+        return rank
+
+
 def _bad_input(row: int, what: str) -> MetricError:
     return MetricError(f"ranking {row}: {what}")
 
@@ -238,6 +275,8 @@ def extract_hits(
     rankings: Sequence[Sequence[Hashable]],
     relevant: Sequence[Collection[Hashable] | None],
     gains: Sequence[Mapping[Hashable, float]] | None = None,
+    *,
+    scored: bool = False,
 ) -> HitTable:
     """Find the rank of every relevant retrieved id, for all rankings in one pass.
 
@@ -299,13 +338,17 @@ def extract_hits(
     row = -1
     try:
         for row, (ranking, relevant_ids) in enumerate(zip(rankings, relevant, strict=True)):
-            if isinstance(ranking, _NOT_RANKINGS):
+            rank_of: dict[Hashable, int] | _ScoreRanks
+            if scored and type(ranking) is dict:
+                rank_of = _ScoreRanks(ranking)
+            elif isinstance(ranking, _NOT_RANKINGS):
                 raise _bad_input(
                     row,
                     f"a ranking must be an ordered sequence of ids, got {type(ranking).__name__}"
                     " (order scored items with rank_by_score)",
                 )
-            rank_of = dict(zip(ranking, _RANKS_FROM_ONE, strict=False))
+            else:
+                rank_of = dict(zip(ranking, _RANKS_FROM_ONE, strict=False))
             if len(rank_of) != len(ranking):
                 # Repeated ids: rank the first occurrences only.
                 rank_of = dict(zip(dict.fromkeys(ranking), _RANKS_FROM_ONE, strict=False))
@@ -369,7 +412,7 @@ def extract_hits(
 
 
 def _graded_row(
-    row: int, rank_of: dict[Hashable, int], row_gains: Mapping[Hashable, float]
+    row: int, rank_of: dict[Hashable, int] | _ScoreRanks, row_gains: Mapping[Hashable, float]
 ) -> tuple[list[int], list[float], list[float]]:
     """Ranks and gains of one ranking's retrieved graded ids, and its ideal gains."""
     if not isinstance(row_gains, Mapping):

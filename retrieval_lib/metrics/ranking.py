@@ -549,7 +549,10 @@ def evaluate_rankings(
     requested = _requested_metrics(metrics)
     if isinstance(rankings, Mapping) or isinstance(relevant, Mapping):
         raise MetricError(f"got a mapping: {_SHAPES}")
-    table = extract_hits(rankings, relevant, gains)
+    return _scores_of(extract_hits(rankings, relevant, gains), requested)
+
+
+def _scores_of(table: HitTable, requested: tuple[Metric, ...]) -> RankingScores:
     computable = table.computable
     not_computable = ~computable
 
@@ -592,6 +595,15 @@ def _score_key(item: tuple[Hashable, float]) -> tuple[float, Hashable]:
 _FLOAT_ONLY = frozenset({float})
 
 
+def _plain_float_scores(scores: Mapping[Hashable, float]) -> bool:
+    """True when every score is a Python float and none is NaN (one C-level pass each)."""
+    values = scores.values()
+    if not set(map(type, values)) <= _FLOAT_ONLY:
+        return False
+    total = sum(values)
+    return total == total  # NaN when a score is NaN (or inf - inf: the careful path decides)
+
+
 def _rank_float_scores(scores: Mapping[Hashable, float]) -> list[Hashable] | None:
     """Fast path of :func:`rank_by_score` for ``{id: float}``; None when it does not apply.
 
@@ -599,12 +611,9 @@ def _rank_float_scores(scores: Mapping[Hashable, float]) -> list[Hashable] | Non
     is NaN when any score is NaN). Without tied scores a sort of the ids by score is the
     ranking; with ties, a sort of ``(score, id)`` pairs breaks them by id descending.
     """
+    if not _plain_float_scores(scores):
+        return None  # the careful path validates and explains
     values = list(scores.values())
-    if not set(map(type, values)) <= _FLOAT_ONLY:
-        return None
-    total = sum(values)
-    if total != total:  # a NaN somewhere (or inf - inf): the careful path says which
-        return None
     if len(set(values)) == len(values):
         return sorted(scores, key=scores.__getitem__, reverse=True)
     try:
@@ -747,12 +756,18 @@ def _ranking_of(qid: Hashable, entry: object) -> Sequence[Hashable]:
     )
 
 
+_BINARY_GRADES = frozenset({0, 1})
+_INT_ONLY = frozenset({int})
+
+
 def _judgements_of(qid: Hashable, entry: object) -> Mapping[Hashable, float]:
     if not isinstance(entry, Mapping):
         raise MetricError(
             f"qrels[{qid!r}] is a {type(entry).__name__}: each query of the qrels must be a "
             f"mapping {{id: grade}}; {_SHAPES}"
         )
+    if set(map(type, entry.values())) <= _INT_ONLY:
+        return entry
     for doc, grade in entry.items():
         if isinstance(grade, bool) or not isinstance(grade, numbers.Real) or grade != grade:
             raise MetricError(f"qrels[{qid!r}][{doc!r}]: the grade must be a number, got {grade!r}")
@@ -811,8 +826,8 @@ def evaluate_queries(
             raise MetricError(f"{name} must be a mapping keyed by query id; {_SHAPES}")
     qids: list[Hashable] = []
     skipped: list[Hashable] = []
-    rankings: list[Sequence[Hashable]] = []
-    relevant: list[set[Hashable]] = []
+    rankings: list[Sequence[Hashable] | dict[Hashable, float]] = []
+    relevant: list[list[Hashable]] = []
     gains: list[Mapping[Hashable, float]] = []
     graded = relevance_level != 1
     for qid, entry in run.items():
@@ -822,10 +837,14 @@ def evaluate_queries(
             continue
         judged = _judgements_of(qid, judged)
         qids.append(qid)
-        rankings.append(_ranking_of(qid, entry))
-        relevant.append({doc for doc, grade in judged.items() if grade >= relevance_level})
+        if type(entry) is dict and _plain_float_scores(entry):
+            rankings.append(entry)  # ranked by the kernel without sorting every id
+        else:
+            rankings.append(_ranking_of(qid, entry))
+        relevant.append([doc for doc, grade in judged.items() if grade >= relevance_level])
         gains.append(judged)
-        if not graded and any(grade != 0 and grade != 1 for grade in judged.values()):
+        if not graded and not set(judged.values()) <= _BINARY_GRADES:
             graded = True
-    scores = evaluate_rankings(rankings, relevant, requested, gains=gains if graded else None)
+    table = extract_hits(rankings, relevant, gains if graded else None, scored=True)
+    scores = _scores_of(table, requested)
     return QueryScores(qids=tuple(qids), rankings=scores, skipped_not_in_qrels=tuple(skipped))

@@ -177,3 +177,26 @@ def test_rank_by_score_still_refuses_nan_and_non_numbers():
         rank_by_score({"a": "1.0"})
     with pytest.raises(MetricError, match="cannot be ordered"):
         rank_by_score({"a": 1.0, 2: 1.0})
+
+
+def test_score_dicts_with_ties_and_other_types_rank_as_the_careful_path():
+    # the kernel ranks float-score dicts without sorting them; ints, numpy floats and ties
+    # give the same values as rank_by_score's careful path
+    qrels = {"q": {"b": 1, "d": 2}}
+    for run in (
+        {"q": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.5}},
+        {"q": {"a": 1, "b": 1, "c": 1, "d": 0.5}},
+        {"q": {"a": np.float64(1.0), "b": 1.0, "c": 1.0, "d": 0.5}},
+    ):
+        scores = evaluate_queries(run, qrels, ["RR", "AP", "nDCG"])
+        # order c, b, a, d (ties by id descending): b at 2, d at 4
+        assert scores["q"]["RR"] == 0.5
+        assert scores["q"]["AP"] == pytest.approx((1 / 2 + 2 / 4) / 2)
+        ideal = 2 + 1 / math.log2(3)
+        dcg = 1 / math.log2(3) + 2 / math.log2(5)
+        assert scores["q"]["nDCG"] == pytest.approx(dcg / ideal)
+
+
+def test_score_dict_ties_between_unorderable_ids_are_refused():
+    with pytest.raises(MetricError, match="cannot be ordered"):
+        evaluate_queries({"q": {"a": 1.0, 2: 1.0}}, {"q": {"a": 1}}, ["RR"])
