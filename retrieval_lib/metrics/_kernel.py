@@ -22,6 +22,7 @@ from bisect import bisect_right
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -258,9 +259,10 @@ class _ScoreRanks:
         right = bisect_right(ascending, score)
         rank = self._n - right + 1
         if right >= 2 and ascending[right - 2] == score:  # tied: ids descending break it
+            after: Any = item
             try:
                 rank += sum(
-                    1 for other, value in self._scores.items() if value == score and other > item
+                    value == score and other > after for other, value in self._scores.items()
                 )
             except TypeError as exc:
                 raise MetricError(f"ids cannot be ordered to break score ties ({exc})") from None

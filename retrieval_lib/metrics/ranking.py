@@ -845,6 +845,11 @@ def evaluate_queries(
         gains.append(judged)
         if not graded and not set(judged.values()) <= _BINARY_GRADES:
             graded = True
-    table = extract_hits(rankings, relevant, gains if graded else None, scored=True)
+    table = extract_hits(
+        rankings,  # type: ignore[arg-type]  # float-score dicts: ranked by the kernel
+        relevant,
+        gains if graded else None,
+        scored=True,
+    )
     scores = _scores_of(table, requested)
     return QueryScores(qids=tuple(qids), rankings=scores, skipped_not_in_qrels=tuple(skipped))
