@@ -6,7 +6,10 @@ Metrics are named objects with an optional cut-off, written as in ir_measures:
 :data:`METRICS` holds the definition of each family, and :func:`evaluate_rankings`
 computes any set of metrics for many rankings at once: the ids are read once, and every
 metric is then a few numpy operations over all rankings (see
-:mod:`retrieval_lib.metrics._kernel`).
+:mod:`retrieval_lib.metrics._kernel`). :func:`evaluate_queries` takes the calling
+convention of ranx and pytrec_eval instead (``{qid: [id, ...]}`` or ``{qid: {id: score}}``
+runs, ``{qid: {id: grade}}`` qrels) and returns values keyed by qid; nDCG then uses the
+grades as gains, as trec_eval.
 
 Definitions follow trec_eval (relevance is binary: an id is relevant when it is in the
 ranking's relevant set). With ``hits@k`` the number of relevant ids in the top ``k`` and
