@@ -97,8 +97,13 @@ def test_exported_csb_files_scored_by_pytrec_eval_equal_our_file_metrics(tmp_pat
     assert _check(out, table) == int(table["computable"].sum()) == 2
 
 
-def test_exported_example_with_repeats_equals_our_file_metrics(tmp_path):
-    out, table = _export(EXAMPLES / "runs", EXAMPLES / "benchmarks", tmp_path)
+@pytest.fixture(scope="module")
+def example(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    return _export(EXAMPLES / "runs", EXAMPLES / "benchmarks", tmp_path_factory.mktemp("ex"))
+
+
+def test_exported_example_with_repeats_equals_our_file_metrics(example):
+    out, table = example
     assert _check(out, table) >= 15
     run_text = (out / "csb_synth_haiku_20260301_091500" / "baseline-local-direct.run").read_text()
     # repeated trials of one task are separate queries named by the trial
@@ -107,8 +112,8 @@ def test_exported_example_with_repeats_equals_our_file_metrics(tmp_path):
     assert first[1] == "Q0" and first[3] == "1" and first[5].endswith(":baseline-local-direct")
 
 
-def test_ranks_follow_first_retrieval_and_scores_reproduce_them(tmp_path):
-    out, _ = _export(EXAMPLES / "runs", EXAMPLES / "benchmarks", tmp_path)
+def test_ranks_follow_first_retrieval_and_scores_reproduce_them(example):
+    out, _ = example
     for path in out.glob("*/*.run"):
         by_query: dict[str, list[tuple[int, float]]] = {}
         for line in path.read_text().splitlines():
