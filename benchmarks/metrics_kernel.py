@@ -66,14 +66,29 @@ METRIC_NAMES = [
     "R-Prec",
 ]
 POOL_SIZE = 200
-METHODS = ("floor_tight", "floor_dense", "kernel", "pytrec_eval", "ranx")
-REFERENCES = ("pytrec_eval", "ranx")
+METHODS = (
+    "floor_tight",
+    "floor_dense",
+    "kernel",
+    "pytrec_eval",
+    "ranx",
+    "kernel_dicts",
+    "pytrec_eval_dicts",
+    "ranx_dicts",
+)
+REFERENCES = ("pytrec_eval", "ranx", "kernel_dicts", "pytrec_eval_dicts", "ranx_dicts")
+#: The score-dict workload: each method starts from the same {qid: {doc: score}} run and
+#: {qid: {doc: grade}} qrels dicts (built before the clock starts) and is compared with
+#: ``kernel_dicts`` (the project's ``evaluate_queries``).
+DICT_METHODS = ("kernel_dicts", "pytrec_eval_dicts", "ranx_dicts")
 OUT_DEFAULT = Path(__file__).resolve().parent / "out" / "metrics_kernel.json"
 
 # Targets of issue 3.
 TARGET_US_PER_RANKING = 35.0
 TARGET_FLOOR_RATIO = 1.5
 TARGET_SPEEDUP = {"pytrec_eval": 2.5, "ranx": 10.0}
+# Issues 19 and 20: the score-dict path at least as fast as pytrec_eval on the same dicts.
+TARGET_DICT_SPEEDUP = {"pytrec_eval_dicts": 1.0}
 
 
 # -- workload --------------------------------------------------------------------------------
@@ -169,18 +184,21 @@ def _decreasing_scores(ranking: list[str]) -> dict[str, float]:
     return {doc: top - position for position, doc in enumerate(ranking)}
 
 
+PYTREC_MEASURES = {
+    "P_" + ",".join(map(str, CUTOFFS)),
+    "recall_" + ",".join(map(str, CUTOFFS)),
+    "ndcg_cut_" + ",".join(map(str, CUTOFFS)),
+    "map",
+    "recip_rank",
+    "success_5",
+    "Rprec",
+}
+
+
 def run_pytrec_eval(rankings: list[list[str]], relevant: list[list[str]], clock: Clock) -> Values:
     import pytrec_eval
 
-    measures = {
-        "P_" + ",".join(map(str, CUTOFFS)),
-        "recall_" + ",".join(map(str, CUTOFFS)),
-        "ndcg_cut_" + ",".join(map(str, CUTOFFS)),
-        "map",
-        "recip_rank",
-        "success_5",
-        "Rprec",
-    }
+    measures = PYTREC_MEASURES
     qids = [f"q{i}" for i in range(len(rankings))]
     clock.restart()
     qrels = {qid: dict.fromkeys(ids, 1) for qid, ids in zip(qids, relevant, strict=True)}
@@ -190,7 +208,10 @@ def run_pytrec_eval(rankings: list[list[str]], relevant: list[list[str]], clock:
     clock.lap("RelevanceEvaluator")
     results = evaluator.evaluate(run)
     clock.lap("evaluate")
+    return _pytrec_values(results, qids)
 
+
+def _pytrec_values(results: dict, qids: list[str]) -> Values:
     def column(measure: str) -> np.ndarray:
         return np.array([results[qid][measure] for qid in qids], dtype=np.float64)
 
@@ -264,6 +285,65 @@ def run_ranx(rankings: list[list[str]], relevant: list[list[str]], clock: Clock)
     }
 
 
+# -- the score-dict workload: the same dicts for every method --------------------------------
+
+Dicts = tuple[list[str], dict[str, dict[str, float]], dict[str, dict[str, int]]]
+
+
+def make_dicts(rankings: list[list[str]], relevant: list[list[str]]) -> Dicts:
+    """``{qid: {doc: score}}`` (strictly decreasing float scores, so the order is the list's:
+    no ties) and ``{qid: {doc: 1}}``, as a user of ranx or pytrec_eval holds them."""
+    qids = [f"q{i}" for i in range(len(rankings))]
+    run = {qid: _decreasing_scores(ranking) for qid, ranking in zip(qids, rankings, strict=True)}
+    qrels = {qid: dict.fromkeys(ids, 1) for qid, ids in zip(qids, relevant, strict=True)}
+    return qids, run, qrels
+
+
+def run_kernel_dicts(dicts: Dicts, clock: Clock) -> Values:
+    from retrieval_lib.metrics.ranking import evaluate_queries
+
+    _, run, qrels = dicts
+    clock.restart()
+    scores = evaluate_queries(run, qrels, METRIC_NAMES)
+    clock.lap("evaluate_queries")
+    return dict(scores.rankings)
+
+
+def run_pytrec_eval_dicts(dicts: Dicts, clock: Clock) -> Values:
+    import pytrec_eval
+
+    qids, run, qrels = dicts
+    clock.restart()
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES)
+    clock.lap("RelevanceEvaluator")
+    results = evaluator.evaluate(run)
+    clock.lap("evaluate")
+    return _pytrec_values(results, qids)
+
+
+def run_ranx_dicts(dicts: Dicts, clock: Clock) -> Values:
+    import ranx
+
+    qids, run_dict, qrels_dict = dicts
+    clock.restart()
+    qrels = ranx.Qrels.from_dict(qrels_dict)
+    run = ranx.Run.from_dict(run_dict)
+    clock.lap("from_dict")
+    ranx.evaluate(qrels, run, list(RANX_NAMES.values()))
+    clock.lap("evaluate")
+    return {
+        name: np.array([run.scores[metric][qid] for qid in qids], dtype=np.float64)
+        for name, metric in RANX_NAMES.items()
+    }
+
+
+DICT_RUNNERS: dict[str, Callable[[Dicts, Clock], Values]] = {
+    "kernel_dicts": run_kernel_dicts,
+    "pytrec_eval_dicts": run_pytrec_eval_dicts,
+    "ranx_dicts": run_ranx_dicts,
+}
+
+
 RUNNERS: dict[str, Callable[[list[list[str]], list[list[str]], Clock], Values]] = {
     "kernel": run_kernel,
     "floor_dense": run_floor_dense,
@@ -298,13 +378,19 @@ def worker(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     rankings, relevant = make_inputs(args.n, args.length, args.max_relevant, args.seed)
     report: dict[str, object] = {"input_seconds": time.perf_counter() - started}
-    if method == "ranx":
+    if method in ("ranx", "ranx_dicts"):
         report["jit_warmup_seconds"] = warm_up_ranx(rankings, relevant)
+    dicts = make_dicts(rankings, relevant) if method in DICT_METHODS else None
+    if dicts is not None:
+        del rankings, relevant
     gc.collect()
     rss_before = _status_kb("VmRSS")
     peak_reset = _reset_peak_rss()
     clock = Clock()
-    values = RUNNERS[method](rankings, relevant, clock)
+    if dicts is not None:
+        values = DICT_RUNNERS[method](dicts, clock)
+    else:
+        values = RUNNERS[method](rankings, relevant, clock)
     peak = _status_kb("VmHWM")
     report |= {
         "method": method,
@@ -372,7 +458,7 @@ def _summarise(runs: list[dict], n: int) -> dict:
 
 
 def _ratio_text(method: str, us: float, kernel_us: float | None) -> str:
-    if kernel_us is None or method == "kernel":
+    if kernel_us is None or method in ("kernel", "kernel_dicts"):
         return "-"
     if method.startswith("floor"):
         return f"{kernel_us / us:.2f}x it"
@@ -393,11 +479,13 @@ def _format_table(results: dict, n: int) -> str:
         f"{'peak MB':>9}  CPU phases (us/ranking)",
     ]
     for method, summary in methods.items():
+        # the score-dict workload is compared with the project's score-dict path
+        base = methods.get("kernel_dicts", {}) if method in DICT_METHODS else kernel
         cells = []
         for clock in CLOCKS:
             us = summary[f"{clock}_us_per_ranking"]
             cells.append(
-                f"{us:9.2f}{_ratio_text(method, us, kernel.get(f'{clock}_us_per_ranking')):>14}"
+                f"{us:9.2f}{_ratio_text(method, us, base.get(f'{clock}_us_per_ranking')):>14}"
             )
         peak = summary["peak_extra_mb"]
         peak_text = f"{peak:9.1f}" if peak is not None else f"{'n/a':>9}"
@@ -426,14 +514,28 @@ def _format_table(results: dict, n: int) -> str:
 
 
 def _targets(methods: dict) -> dict:
-    """Issue 3's targets, judged on CPU time and on wall-clock time separately."""
+    """Issue 3's targets (and issue 19/20's score-dict one), on CPU and wall-clock time apart."""
     targets: dict[str, dict] = {}
-    if "kernel" not in methods:
-        return targets
-    kernel = methods["kernel"]
 
     def check(name: str, clock: str, met: bool, value: str) -> None:
         targets.setdefault(name, {})[clock] = {"met": met, "value": value}
+
+    if "kernel_dicts" in methods:
+        mine_dicts = methods["kernel_dicts"]
+        for clock in CLOCKS:
+            us = mine_dicts[f"{clock}_us_per_ranking"]
+            for reference, wanted in TARGET_DICT_SPEEDUP.items():
+                if reference in methods:
+                    speedup = methods[reference][f"{clock}_us_per_ranking"] / us
+                    check(
+                        f"score dicts: >= {wanted}x the speed of {reference}",
+                        clock,
+                        speedup >= wanted,
+                        f"{speedup:.2f}x",
+                    )
+    if "kernel" not in methods:
+        return targets
+    kernel = methods["kernel"]
 
     for clock in CLOCKS:
         us = kernel[f"{clock}_us_per_ranking"]
@@ -528,11 +630,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"running {method} ({attempt + 1}/{repeats})...", file=sys.stderr)
                 runs.append(spawn(method, args, values_of[method]))
             results["methods"][method] = _summarise(runs, args.n)
-        if "kernel" in methods:
+        # every method's values against the kernel's (the list workload), or against the
+        # score-dict path when the kernel did not run
+        base = next((m for m in ("kernel", "kernel_dicts") if m in methods), None)
+        if base is not None:
             for reference in REFERENCES:
-                if reference in methods:
+                if reference in methods and reference != base:
                     results["max_abs_diff"][reference] = _max_abs_diff(
-                        values_of["kernel"], values_of[reference]
+                        values_of[base], values_of[reference]
                     )
     results["environment"]["load_average_at_end"] = list(os.getloadavg())
     results["targets"] = _targets(results["methods"])

@@ -1,6 +1,7 @@
 """Command-line interface ``retrieval-lib``.
 
-Each sub-command lives in its own module under :mod:`retrieval_lib.cli` exposing
+Each sub-command lives in its own module under :mod:`retrieval_lib.cli` (named after the
+command, ``-`` written ``_``: ``trec_eval`` is ``trec-eval``) exposing
 ``register(subparsers) -> argparse.ArgumentParser`` and ``run(args) -> int``. Modules
 import their heavy dependencies inside ``run`` so ``retrieval-lib --help`` and
 ``retrieval-lib normalize`` start fast.
@@ -40,6 +41,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "retrieval_lib.cli.demo",
     "retrieval_lib.cli.synth",
     "retrieval_lib.cli.kb",
+    "retrieval_lib.cli.trec_eval",
+    "retrieval_lib.cli.export_trec",
 )
 
 

@@ -18,15 +18,17 @@ The kernel works in two steps.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from retrieval_lib.errors import MetricError
 
-__all__ = ["HitTable", "extract_hits"]
+__all__ = ["GradedGains", "HitTable", "extract_hits"]
 
 #: 1, 2, 3, ...: zipped with a ranking to number its ids without building a range per ranking.
 _RANKS_FROM_ONE = range(1, sys.maxsize)
@@ -36,6 +38,27 @@ _NOT_RANKINGS = (str, bytes, set, frozenset, dict)
 
 REASON_EMPTY = "empty relevant set: there is nothing to retrieve"
 REASON_MISSING = "relevant set missing (None)"
+
+
+@dataclass(frozen=True, eq=False)
+class GradedGains:
+    """Graded relevance of many rankings, in sparse form (for nDCG with graded gains).
+
+    Attributes
+    ----------
+    rows, ranks, values
+        Row, 1-based rank and gain of every retrieved id whose gain is not 0.
+    ideal_rows, ideal_positions, ideal_values
+        The ideal ranking of each row: its positive gains sorted descending, as row,
+        1-based position and gain.
+    """
+
+    rows: np.ndarray
+    ranks: np.ndarray
+    values: np.ndarray
+    ideal_rows: np.ndarray
+    ideal_positions: np.ndarray
+    ideal_values: np.ndarray
 
 
 @dataclass(eq=False)
@@ -57,6 +80,9 @@ class HitTable:
         Number of repeated ids removed from each ranking.
     relevant_missing
         True where the relevant set was ``None``.
+    graded
+        Graded gains when given (nDCG then uses them, as trec_eval's ``ndcg``); None
+        means binary gain (1 for a relevant id).
     """
 
     n_rankings: int
@@ -66,6 +92,7 @@ class HitTable:
     n_retrieved: np.ndarray
     n_duplicates: np.ndarray
     relevant_missing: np.ndarray
+    graded: GradedGains | None = None
     _counts_at: dict[int | None, np.ndarray] = field(default_factory=dict, repr=False)
 
     # -- shared intermediate results (computed once, on first use) ---------------------
@@ -107,6 +134,12 @@ class HitTable:
     def _discount(self) -> np.ndarray:
         """``discount[r] = 1 / log2(r + 1)`` for every rank a hit or ideal list can reach."""
         longest = max(int(self.hit_ranks.max(initial=0)), int(self.n_relevant.max(initial=0)))
+        if self.graded is not None:
+            longest = max(
+                longest,
+                int(self.graded.ranks.max(initial=0)),
+                int(self.graded.ideal_positions.max(initial=0)),
+            )
         discount = np.zeros(longest + 1)
         discount[1:] = 1.0 / np.log2(np.arange(2, longest + 2))
         return discount
@@ -146,7 +179,9 @@ class HitTable:
         return (self.counts_at(k) > 0).astype(np.float64)
 
     def ndcg(self, k: int | None) -> np.ndarray:
-        """nDCG@k with binary gain and discount 1/log2(rank + 1)."""
+        """nDCG@k with discount 1/log2(rank + 1): binary gain, or the graded gains if given."""
+        if self.graded is not None:
+            return self._graded_ndcg(self.graded, k)
         within = self._within(k)
         dcg = np.bincount(
             self.hit_rows[within],
@@ -157,6 +192,22 @@ class HitTable:
         ideal_length = self.n_relevant if k is None else np.minimum(self.n_relevant, k)
         ideal = self._ideal_dcg[ideal_length]
         return dcg / np.where(ideal > 0, ideal, 1.0)
+
+    def _graded_ndcg(self, graded: GradedGains, k: int | None) -> np.ndarray:
+        """trec_eval's ``ndcg``/``ndcg_cut_k``: gain = grade; ideal = positive grades sorted."""
+        within = slice(None) if k is None else graded.ranks <= k
+        dcg = np.bincount(
+            graded.rows[within],
+            weights=graded.values[within] * self._discount[graded.ranks[within]],
+            minlength=self.n_rankings,
+        )
+        top = slice(None) if k is None else graded.ideal_positions <= k
+        ideal = np.bincount(
+            graded.ideal_rows[top],
+            weights=graded.ideal_values[top] * self._discount[graded.ideal_positions[top]],
+            minlength=self.n_rankings,
+        )
+        return np.divide(dcg, ideal, out=np.zeros(self.n_rankings), where=ideal > 0)
 
     def average_precision(self, k: int | None) -> np.ndarray:
         """AP@k = sum over relevant ids in the top k of precision at their rank / |relevant|."""
@@ -181,6 +232,43 @@ class HitTable:
         return counts / self._denominator
 
 
+class _ScoreRanks:
+    """``{id: rank}`` of a ``{id: float score}`` dict, looked up without sorting the ids.
+
+    trec_eval's order is score descending, ties by id descending, so the rank of an id is 1
+    + the number of higher scores (a bisection in the sorted scores) + the number of ids
+    with the same score ordered after it (counted only when its score is tied). The kernel
+    needs the ranks of the relevant (or graded) ids only, a few per ranking.
+    """
+
+    __slots__ = ("_ascending", "_n", "_scores")
+
+    def __init__(self, scores: dict[Hashable, float]) -> None:
+        self._scores = scores
+        self._ascending = sorted(scores.values())
+        self._n = len(self._ascending)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def get(self, item: Hashable) -> int | None:
+        score = self._scores.get(item)
+        if score is None:
+            return None
+        ascending = self._ascending
+        right = bisect_right(ascending, score)
+        rank = self._n - right + 1
+        if right >= 2 and ascending[right - 2] == score:  # tied: ids descending break it
+            after: Any = item
+            try:
+                rank += sum(
+                    value == score and other > after for other, value in self._scores.items()
+                )
+            except TypeError as exc:
+                raise MetricError(f"ids cannot be ordered to break score ties ({exc})") from None
+        return rank
+
+
 def _bad_input(row: int, what: str) -> MetricError:
     return MetricError(f"ranking {row}: {what}")
 
@@ -188,6 +276,9 @@ def _bad_input(row: int, what: str) -> MetricError:
 def extract_hits(
     rankings: Sequence[Sequence[Hashable]],
     relevant: Sequence[Collection[Hashable] | None],
+    gains: Sequence[Mapping[Hashable, float]] | None = None,
+    *,
+    scored: bool = False,
 ) -> HitTable:
     """Find the rank of every relevant retrieved id, for all rankings in one pass.
 
@@ -198,6 +289,9 @@ def extract_hits(
     relevant
         One collection of relevant ids per ranking (same length as ``rankings``), or
         ``None`` where the relevant set is unknown.
+    gains
+        Optional graded gains, one ``{id: gain}`` per ranking (ids of gain 0 may be left
+        out); nDCG then uses them instead of binary gain.
 
     Returns
     -------
@@ -228,6 +322,9 @@ def extract_hits(
             "there must be one relevant set per ranking"
         )
 
+    if gains is not None and len(gains) != n_rankings:
+        raise MetricError(f"got {n_rankings} rankings but {len(gains)} gain mappings")
+
     hit_ranks: list[int] = []
     add_hits = hit_ranks.extend
     row_ends: list[int] = []
@@ -238,17 +335,22 @@ def extract_hits(
     add_n_retrieved = n_retrieved.append
     duplicates: dict[int, int] = {}
     missing: list[int] = []
+    graded_rows: list[tuple[list[int], list[float], list[float]]] = []
 
     row = -1
     try:
         for row, (ranking, relevant_ids) in enumerate(zip(rankings, relevant, strict=True)):
-            if isinstance(ranking, _NOT_RANKINGS):
+            rank_of: dict[Hashable, int] | _ScoreRanks
+            if scored and type(ranking) is dict:
+                rank_of = _ScoreRanks(ranking)
+            elif isinstance(ranking, _NOT_RANKINGS):
                 raise _bad_input(
                     row,
                     f"a ranking must be an ordered sequence of ids, got {type(ranking).__name__}"
                     " (order scored items with rank_by_score)",
                 )
-            rank_of = dict(zip(ranking, _RANKS_FROM_ONE, strict=False))
+            else:
+                rank_of = dict(zip(ranking, _RANKS_FROM_ONE, strict=False))
             if len(rank_of) != len(ranking):
                 # Repeated ids: rank the first occurrences only.
                 rank_of = dict(zip(dict.fromkeys(ranking), _RANKS_FROM_ONE, strict=False))
@@ -276,6 +378,8 @@ def extract_hits(
             add_n_relevant(len(relevant_set))
             add_hits(filter(None, map(rank_of.get, relevant_set)))
             end_row(len(hit_ranks))
+            if gains is not None:
+                graded_rows.append(_graded_row(row, rank_of, gains[row]))
     except TypeError as exc:
         raise _bad_input(
             max(row, 0),
@@ -305,4 +409,42 @@ def extract_hits(
         n_retrieved=np.fromiter(n_retrieved, dtype=np.int64, count=n_rankings),
         n_duplicates=n_duplicates,
         relevant_missing=relevant_missing,
+        graded=None if gains is None else _graded_gains(graded_rows),
     )
+
+
+def _graded_row(
+    row: int, rank_of: dict[Hashable, int] | _ScoreRanks, row_gains: Mapping[Hashable, float]
+) -> tuple[list[int], list[float], list[float]]:
+    """Ranks and gains of one ranking's retrieved graded ids, and its ideal gains."""
+    if not isinstance(row_gains, Mapping):
+        raise _bad_input(
+            row, f"gains must be a mapping {{id: gain}}, got {type(row_gains).__name__}"
+        )
+    ranks: list[int] = []
+    values: list[float] = []
+    for doc, gain in row_gains.items():
+        rank = rank_of.get(doc)
+        if rank is not None and gain:
+            ranks.append(rank)
+            values.append(float(gain))
+    ideal = sorted((float(g) for g in row_gains.values() if g > 0), reverse=True)
+    return ranks, values, ideal
+
+
+def _graded_gains(graded_rows: list[tuple[list[int], list[float], list[float]]]) -> GradedGains:
+    def flat(index: int, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+        sizes = np.fromiter((len(r[index]) for r in graded_rows), dtype=np.int64)
+        rows = np.repeat(np.arange(len(graded_rows), dtype=np.int64), sizes)
+        values: np.ndarray = np.fromiter(
+            (v for r in graded_rows for v in r[index]), dtype=dtype, count=int(sizes.sum())
+        )
+        return rows, values
+
+    rows, ranks = flat(0, np.int64)
+    _, values = flat(1, np.float64)
+    ideal_rows, ideal_values = flat(2, np.float64)
+    sizes = np.bincount(ideal_rows, minlength=len(graded_rows))
+    starts = np.cumsum(sizes) - sizes
+    ideal_positions = np.arange(1, ideal_rows.size + 1) - starts[ideal_rows]
+    return GradedGains(rows, ranks, values, ideal_rows, ideal_positions, ideal_values)

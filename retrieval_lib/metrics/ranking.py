@@ -6,7 +6,10 @@ Metrics are named objects with an optional cut-off, written as in ir_measures:
 :data:`METRICS` holds the definition of each family, and :func:`evaluate_rankings`
 computes any set of metrics for many rankings at once: the ids are read once, and every
 metric is then a few numpy operations over all rankings (see
-:mod:`retrieval_lib.metrics._kernel`).
+:mod:`retrieval_lib.metrics._kernel`). :func:`evaluate_queries` takes the calling
+convention of ranx and pytrec_eval instead (``{qid: [id, ...]}`` or ``{qid: {id: score}}``
+runs, ``{qid: {id: grade}}`` qrels) and returns values keyed by qid; nDCG then uses the
+grades as gains, as trec_eval.
 
 Definitions follow trec_eval (relevance is binary: an id is relevant when it is in the
 ranking's relevant set). With ``hits@k`` the number of relevant ids in the top ``k`` and
@@ -71,8 +74,9 @@ import numbers
 import re
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -87,8 +91,10 @@ __all__ = [
     "MeanScore",
     "Metric",
     "MetricSpec",
+    "QueryScores",
     "RankingScores",
     "evaluate_rankings",
+    "evaluate_queries",
     "list_metrics",
     "non_computable_reason",
     "parse_metric",
@@ -378,6 +384,8 @@ class RankingScores(Mapping[str, np.ndarray]):
         Number of distinct ids in each ranking.
     n_duplicates
         Number of repeated ids removed from each ranking.
+    n_relevant_retrieved
+        Number of relevant ids in each ranking (trec_eval's ``num_rel_ret``).
     """
 
     metrics: tuple[Metric, ...]
@@ -387,6 +395,7 @@ class RankingScores(Mapping[str, np.ndarray]):
     n_relevant: np.ndarray
     n_retrieved: np.ndarray
     n_duplicates: np.ndarray
+    n_relevant_retrieved: np.ndarray
 
     def __getitem__(self, key: str | Metric) -> np.ndarray:
         try:
@@ -486,10 +495,19 @@ def _requested_metrics(metrics: Sequence[str | Metric] | str | Metric) -> tuple[
     return tuple(dict.fromkeys(parsed))
 
 
+_SHAPES = (
+    "evaluate_rankings takes a list of rankings ([[id, ...], ...]) aligned with a list of "
+    "relevant sets ([{id, ...}, ...]); evaluate_queries takes a run {qid: [id, ...]} or "
+    "{qid: {id: score}} with qrels {qid: {id: grade}}"
+)
+
+
 def evaluate_rankings(
     rankings: Sequence[Sequence[Hashable]],
     relevant: Sequence[Collection[Hashable] | None],
     metrics: Sequence[str | Metric] | str | Metric,
+    *,
+    gains: Sequence[Mapping[Hashable, float]] | None = None,
 ) -> RankingScores:
     """Score many rankings with several metrics in one vectorised pass.
 
@@ -503,6 +521,10 @@ def evaluate_rankings(
         relevant set is unknown. Mappings are refused: pass the ids with a positive grade.
     metrics
         Metric names (``"nDCG@10"``, ``"AP"``, ...) or :class:`Metric` objects.
+    gains
+        Optional graded gains, one ``{id: gain}`` per ranking: nDCG then uses them as
+        trec_eval's ``ndcg`` does (gain = grade, ideal = the positive grades sorted
+        descending); every other metric stays binary on ``relevant``.
 
     Returns
     -------
@@ -514,7 +536,8 @@ def evaluate_rankings(
     ------
     MetricError
         Unknown metric, different numbers of rankings and relevant sets, a string or
-        unordered container given as a ranking, or unhashable ids.
+        unordered container given as a ranking, unhashable ids, or ``{qid: ...}``
+        mappings (those go through :func:`evaluate_queries`).
 
     Examples
     --------
@@ -527,7 +550,12 @@ def evaluate_rankings(
     0.3066
     """
     requested = _requested_metrics(metrics)
-    table = extract_hits(rankings, relevant)
+    if isinstance(rankings, Mapping) or isinstance(relevant, Mapping):
+        raise MetricError(f"got a mapping: {_SHAPES}")
+    return _scores_of(extract_hits(rankings, relevant, gains), requested)
+
+
+def _scores_of(table: HitTable, requested: tuple[Metric, ...]) -> RankingScores:
     computable = table.computable
     not_computable = ~computable
 
@@ -542,7 +570,14 @@ def evaluate_rankings(
     for row in np.flatnonzero(not_computable).tolist():
         reasons[row] = REASON_MISSING if table.relevant_missing[row] else REASON_EMPTY
 
-    for array in (computable, table.n_relevant, table.n_retrieved, table.n_duplicates):
+    n_relevant_retrieved = table.counts_at(None).astype(np.int64)
+    for array in (
+        computable,
+        table.n_relevant,
+        table.n_retrieved,
+        table.n_duplicates,
+        n_relevant_retrieved,
+    ):
         array.flags.writeable = False
     return RankingScores(
         metrics=requested,
@@ -552,6 +587,7 @@ def evaluate_rankings(
         n_relevant=table.n_relevant,
         n_retrieved=table.n_retrieved,
         n_duplicates=table.n_duplicates,
+        n_relevant_retrieved=n_relevant_retrieved,
     )
 
 
@@ -559,17 +595,52 @@ def _score_key(item: tuple[Hashable, float]) -> tuple[float, Hashable]:
     return item[1], item[0]
 
 
-def rank_by_score(items: Iterable[tuple[Hashable, float]]) -> list[Hashable]:
+_FLOAT_ONLY = frozenset({float})
+
+
+def _plain_float_scores(scores: Mapping[Hashable, float]) -> bool:
+    """True when every score is a Python float and none is NaN (one C-level pass each)."""
+    values = scores.values()
+    if not set(map(type, values)) <= _FLOAT_ONLY:
+        return False
+    total = sum(values)
+    return total == total  # NaN when a score is NaN (or inf - inf: the careful path decides)
+
+
+def _rank_float_scores(scores: Mapping[Hashable, float]) -> list[Hashable] | None:
+    """Fast path of :func:`rank_by_score` for ``{id: float}``; None when it does not apply.
+
+    Validation is one C-level pass (the set of score types must be ``{float}``; their sum
+    is NaN when any score is NaN). Without tied scores a sort of the ids by score is the
+    ranking; with ties, a sort of ``(score, id)`` pairs breaks them by id descending.
+    """
+    if not _plain_float_scores(scores):
+        return None  # the careful path validates and explains
+    values = list(scores.values())
+    if len(set(values)) == len(values):
+        return sorted(scores, key=scores.__getitem__, reverse=True)
+    try:
+        return [item_id for _, item_id in sorted(zip(values, scores, strict=True), reverse=True)]
+    except TypeError:
+        return None  # ids that cannot be ordered: the careful path explains
+
+
+def rank_by_score(
+    items: Iterable[tuple[Hashable, float]] | Mapping[Hashable, float],
+) -> list[Hashable]:
     """Order ``(id, score)`` pairs as trec_eval does: score descending, then id descending.
 
     Ids are compared with Python's ``<``; for string ids this is the byte order trec_eval's
     ``strcmp`` uses. An id listed twice appears twice (its higher-scored position first);
     :func:`evaluate_rankings` then keeps only that first occurrence.
 
+    An ``{id: score}`` mapping (or its ``.items()``) whose scores are all Python floats
+    takes a fast path: one type check over all scores and a plain sort.
+
     Parameters
     ----------
     items
-        ``(id, score)`` pairs, e.g. ``retrieved.items()`` of an ``{id: score}`` dict.
+        ``(id, score)`` pairs, or an ``{id: score}`` mapping (or its ``.items()``).
 
     Returns
     -------
@@ -586,7 +657,18 @@ def rank_by_score(items: Iterable[tuple[Hashable, float]]) -> list[Hashable]:
     --------
     >>> rank_by_score([("a", 0.5), ("b", 0.9), ("c", 0.5)])
     ['b', 'c', 'a']
+    >>> rank_by_score({"a": 0.5, "b": 0.9, "c": 0.5})
+    ['b', 'c', 'a']
     """
+    if isinstance(items, Mapping):
+        ranked = _rank_float_scores(items)
+        if ranked is not None:
+            return ranked
+        items = items.items()
+    elif type(items) is _DICT_ITEMS:
+        ranked = _rank_float_scores(items.mapping)  # type: ignore[attr-defined]
+        if ranked is not None:
+            return ranked
     pairs: list[tuple[Hashable, float]] = []
     for position, item in enumerate(items):
         try:
@@ -608,3 +690,169 @@ def rank_by_score(items: Iterable[tuple[Hashable, float]]) -> list[Hashable]:
     except TypeError as exc:
         raise MetricError(f"ids cannot be ordered to break score ties ({exc})") from None
     return [item_id for item_id, _ in pairs]
+
+
+_DICT_ITEMS: type = type({}.items())
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class QueryScores(Mapping[Hashable, dict[str, float]]):
+    """Per-query values of a ``{qid: ...}`` run, readable as ``{qid: {metric: value}}``.
+
+    The shape pytrec_eval's ``evaluate`` returns; NaN where a query cannot be scored.
+
+    Attributes
+    ----------
+    qids
+        The queries scored (in the run and in the qrels), in run order.
+    rankings
+        The same values as arrays aligned with ``qids`` (with ``computable``, ``reasons``
+        and the counts).
+    skipped_not_in_qrels
+        Queries of the run without judgements (skipped, as trec_eval does).
+    """
+
+    qids: tuple[Hashable, ...]
+    rankings: RankingScores
+    skipped_not_in_qrels: tuple[Hashable, ...]
+
+    def __getitem__(self, qid: Hashable) -> dict[str, float]:
+        row = self._rows[qid]
+        return {name: float(values[row]) for name, values in self.rankings.scores.items()}
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self.qids)
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    __eq__ = object.__eq__
+    __hash__ = None  # type: ignore[assignment]
+
+    @cached_property
+    def _rows(self) -> dict[Hashable, int]:
+        return {qid: row for row, qid in enumerate(self.qids)}
+
+    def __repr__(self) -> str:
+        return f"QueryScores(n_queries={len(self.qids)}, metrics={list(self.rankings.scores)})"
+
+    def metric(self, name: str | Metric) -> dict[Hashable, float]:
+        """``{qid: value}`` of one metric.
+
+        Examples
+        --------
+        >>> evaluate_queries({"q1": ["a", "b"]}, {"q1": {"b": 1}}, ["RR"]).metric("MRR")
+        {'q1': 0.5}
+        """
+        values = self.rankings[name]
+        return dict(zip(self.qids, values.tolist(), strict=True))
+
+
+def _ranking_of(qid: Hashable, entry: object) -> Sequence[Hashable]:
+    if isinstance(entry, Mapping):
+        return rank_by_score(entry)
+    if isinstance(entry, (list, tuple)):
+        return entry
+    raise MetricError(
+        f"run[{qid!r}] is a {type(entry).__name__}: each query of a run must be a list of "
+        f"ids [id, ...] (best first) or a mapping {{id: score}}; {_SHAPES}"
+    )
+
+
+_BINARY_GRADES = frozenset({0, 1})
+_INT_ONLY = frozenset({int})
+
+
+def _judgements_of(qid: Hashable, entry: object) -> Mapping[Hashable, float]:
+    if not isinstance(entry, Mapping):
+        raise MetricError(
+            f"qrels[{qid!r}] is a {type(entry).__name__}: each query of the qrels must be a "
+            f"mapping {{id: grade}}; {_SHAPES}"
+        )
+    if set(map(type, entry.values())) <= _INT_ONLY:
+        return entry
+    for doc, grade in entry.items():
+        if isinstance(grade, bool) or not isinstance(grade, numbers.Real) or grade != grade:
+            raise MetricError(f"qrels[{qid!r}][{doc!r}]: the grade must be a number, got {grade!r}")
+    return entry
+
+
+def evaluate_queries(
+    run: Mapping[Any, Sequence[Any] | Mapping[Any, float]],
+    qrels: Mapping[Any, Mapping[Any, float]],
+    metrics: Sequence[str | Metric] | str | Metric,
+    *,
+    relevance_level: float = 1,
+) -> QueryScores:
+    """Score a run in the ranx / pytrec_eval calling convention, per query.
+
+    Parameters
+    ----------
+    run
+        ``{qid: [id, ...]}`` (best first) or ``{qid: {id: score}}`` (ordered by
+        :func:`rank_by_score`: score descending, ties by id descending, as trec_eval).
+    qrels
+        ``{qid: {id: grade}}``. An id is relevant when its grade is at least
+        ``relevance_level`` (binary metrics); nDCG uses the grades as gains, as trec_eval.
+    metrics
+        Metric names (``"nDCG@10"``, ``"AP"``, ...) or :class:`Metric` objects.
+    relevance_level
+        Smallest grade that counts as relevant (trec_eval's ``-l``, default 1).
+
+    Returns
+    -------
+    QueryScores
+        ``{qid: {metric: value}}`` for the queries in both the run and the qrels (queries
+        only in the run are skipped and listed in ``skipped_not_in_qrels``; queries only in
+        the qrels are not scored, as trec_eval without ``-c``). A query without any
+        relevant id is NaN with a reason (trec_eval would score it 0).
+
+    Raises
+    ------
+    MetricError
+        A run or qrels of another shape (the message names the expected shapes), a
+        non-numeric score or grade, or an unknown metric.
+
+    Examples
+    --------
+    >>> scores = evaluate_queries(
+    ...     {"q1": {"a": 0.2, "b": 0.9}, "q2": ["x", "y"]},
+    ...     {"q1": {"a": 2, "b": 0}, "q2": {"y": 1}},
+    ...     ["RR", "P@1"],
+    ... )
+    >>> scores["q1"], scores["q2"]
+    ({'RR': 0.5, 'P@1': 0.0}, {'RR': 0.5, 'P@1': 0.0})
+    """
+    requested = _requested_metrics(metrics)
+    for name, value in (("run", run), ("qrels", qrels)):
+        if not isinstance(value, Mapping):
+            raise MetricError(f"{name} must be a mapping keyed by query id; {_SHAPES}")
+    qids: list[Hashable] = []
+    skipped: list[Hashable] = []
+    rankings: list[Sequence[Hashable] | dict[Hashable, float]] = []
+    relevant: list[list[Hashable]] = []
+    gains: list[Mapping[Hashable, float]] = []
+    graded = relevance_level != 1
+    for qid, entry in run.items():
+        judged = qrels.get(qid)
+        if judged is None:
+            skipped.append(qid)
+            continue
+        judged = _judgements_of(qid, judged)
+        qids.append(qid)
+        if type(entry) is dict and _plain_float_scores(entry):
+            rankings.append(entry)  # ranked by the kernel without sorting every id
+        else:
+            rankings.append(_ranking_of(qid, entry))
+        relevant.append([doc for doc, grade in judged.items() if grade >= relevance_level])
+        gains.append(judged)
+        if not graded and not set(judged.values()) <= _BINARY_GRADES:
+            graded = True
+    table = extract_hits(
+        rankings,  # type: ignore[arg-type]  # float-score dicts: ranked by the kernel
+        relevant,
+        gains if graded else None,
+        scored=True,
+    )
+    scores = _scores_of(table, requested)
+    return QueryScores(qids=tuple(qids), rankings=scores, skipped_not_in_qrels=tuple(skipped))

@@ -81,6 +81,8 @@ __all__ = [
     "candidate_set_size_slice",
     "evaluate_document",
     "evaluate_documents",
+    "file_level_reason",
+    "has_usable_trace",
     "metrics_schema",
     "metrics_filename",
     "normalize_k",
@@ -390,6 +392,30 @@ def _file_level_gate(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     if not has_trace:
         return NO_TRACE, _trace_reason(doc)
     return NO_GROUND_TRUTH, _ground_truth_reason(doc)
+
+
+def has_usable_trace(doc: Mapping[str, Any]) -> bool:
+    """True when the document has a trace its events came from (not degraded).
+
+    Examples
+    --------
+    >>> has_usable_trace({"coverage": {"trace_source": None, "has_transcript": False}})
+    False
+    """
+    return _has_trace(doc)
+
+
+def file_level_reason(doc: Mapping[str, Any]) -> str | None:
+    """Why a document's file-level metrics cannot be computed, None when they can.
+
+    Examples
+    --------
+    >>> file_level_reason({"coverage": {"trace_source": "trajectory", "has_trajectory": True,
+    ...     "has_ground_truth": True}, "ground_truth": {"files": ["a.py"]}}) is None
+    True
+    """
+    gate = _file_level_gate(doc)
+    return None if gate is None else gate[1]
 
 
 def _ratio(numerator: int, denominator: int) -> float:

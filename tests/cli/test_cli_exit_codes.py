@@ -28,6 +28,8 @@ COMMANDS = [
     ["kb", "compare"],
     ["kb", "runs"],
     ["kb", "delete"],
+    ["trec-eval"],
+    ["export-trec"],
 ]
 
 
@@ -101,6 +103,12 @@ WRONG_VALUES = [
     (["kb", "aggregate", "r", "--db", "no/such/dir/eval.sqlite"], 1, ""),
     (["kb", "runs", "--db", "no/such/dir/eval.sqlite"], 1, ""),
     (["kb", "delete", "r", "--db", "no/such/dir/eval.sqlite"], 1, "does not exist"),
+    (["trec-eval", "no/qrels", "no/run"], 1, "no such file"),
+    (["trec-eval", "q", "r", "-m", "bpref"], 2, "unsupported measure 'bpref'; supported:"),
+    (["trec-eval", "q", "r", "-m", "P.x"], 2, "unsupported measure"),
+    (["trec-eval", "q", "r", "-l", "0"], 2, "at least 1"),
+    (["export-trec", "no/such/run", "--out", "x"], 1, "no such file or folder"),
+    (["export-trec", "run", "--out", "x", "--config-map", "nofamily"], 1, "NAME=FAMILY"),
 ]
 
 
@@ -144,6 +152,8 @@ def test_demo_into_a_file_fails_in_one_line(capsys, tmp_path):
         (["kb", "compare", "a", "b", "--bootstarp", "5"], "--bootstrap"),
         (["kb", "runs", "--jsn"], "--json"),
         (["kb", "delete", "r", "--jsno"], "--json"),
+        (["trec-eval", "q", "r", "--per-querry"], "--per-query"),
+        (["export-trec", "run", "--out", "x", "--confg-map", "a=b"], "--config-map"),
     ],
     ids=lambda v: str(v),
 )
