@@ -9,15 +9,18 @@ family). The two-run ``kb compare A B`` is unchanged.
 
 Examples
 --------
->>> import tempfile, pathlib
+>>> import json, tempfile, pathlib
 >>> from retrieval_lib.kb.store import KBStore
 >>> from retrieval_lib.kb.ingest import ingest_run
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (d / "g.yaml").write_text(
 ...     "- {id: q1, query: x, expected_doc_ids: [d1], expected_chunk_ids: [c1]}\\n")
->>> hit = '{{"query_id": "q1", "hits": [{{"chunk_id": "c1", "doc_id": "d1", "rank": {r}}}]}}\\n'
+>>> def line(rank):  # the relevant chunk c1 at ``rank``, misses before it
+...     hits = [{"chunk_id": f"c0{i}", "doc_id": "d0", "rank": i} for i in range(1, rank)]
+...     hits.append({"chunk_id": "c1", "doc_id": "d1", "rank": rank})
+...     return json.dumps({"query_id": "q1", "hits": hits}) + "\\n"
 >>> for name, rank in (("a", 3), ("b", 1), ("c", 2)):
-...     _ = (d / f"{name}.jsonl").write_text(hit.format(r=rank))
+...     _ = (d / f"{name}.jsonl").write_text(line(rank))
 >>> with KBStore(d / "eval.sqlite") as s:
 ...     for name in "abc":
 ...         _ = ingest_run(s, d / f"{name}.jsonl", d / "g.yaml", run_id=name)
@@ -71,8 +74,12 @@ class MultiCompareReport:
         from retrieval_lib.stats.multiple import holm
 
         rows = [
-            {"reference": self.reference, "run": r.run_b,
-             "chunker_version_match": r.chunker_version_match, **row}
+            {
+                "reference": self.reference,
+                "run": r.run_b,
+                "chunker_version_match": r.chunker_version_match,
+                **row,
+            }
             for r in self.reports
             for row in r.metric_rows()
         ]

@@ -370,8 +370,7 @@ SCHEMAS: dict[str, tuple[Parameter, ...]] = {
             "reference_family",
             "str",
             "",
-            "config family every other is compared with (section 10); empty: the baseline "
-            "family",
+            "config family every other is compared with (section 10); empty: the baseline family",
         ),
         Parameter(
             "all_pairs",

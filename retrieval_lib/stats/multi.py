@@ -27,7 +27,7 @@ Examples
 ...     "reward": [0, 1, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1]})
 >>> row = friedman(data, dv="reward", within="config", subject="task").iloc[0]
 >>> int(row["n"]), int(row["k"]), round(float(row["Q"]), 4), bool(row["tested"])
-(6, 3, 7.0, True)
+(6, 3, 8.3333, True)
 """
 
 from __future__ import annotations

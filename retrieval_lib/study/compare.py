@@ -40,7 +40,7 @@ import itertools
 import math
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +95,7 @@ def latex_text(name: Any) -> str:
 
 
 def reference_family(
-    families: Sequence[str], reference: str | None = None, baseline: str | None = None
+    families: Iterable[str], reference: str | None = None, baseline: str | None = None
 ) -> str:
     """The family every other is compared with: ``reference`` if given, else ``baseline``
     if given, else the first (sorted) family whose name starts with ``baseline``, else the
@@ -129,7 +129,7 @@ def reference_family(
 
 
 def comparison_pairs(
-    families: Sequence[str], reference: str, *, all_pairs: bool = False
+    families: Iterable[str], reference: str, *, all_pairs: bool = False
 ) -> list[tuple[str, str]]:
     """(reference, family) for every other family; with ``all_pairs`` every pair ``(a, b)``,
     ``a < b`` except that the reference always comes first.
@@ -279,7 +279,9 @@ def family_comparisons(
 
 
 def _models(trials: pd.DataFrame) -> pd.Series:
-    model = trials["model"].astype(object) if "model" in trials else pd.Series(None, index=trials.index)
+    model = (
+        trials["model"].astype(object) if "model" in trials else pd.Series(None, index=trials.index)
+    )
     return model.where(model.notna(), UNKNOWN_MODEL).astype(str)
 
 
@@ -319,7 +321,13 @@ def model_effects(
     if not parts:
         return pd.DataFrame(columns=columns)
     out = _effects(pd.concat(parts, ignore_index=True))[columns]
-    return out.sort_values(["family", "metric", "model"], kind="mergesort").reset_index(drop=True)
+    order = {name: i for i, name in enumerate(metrics)}
+    out = out.sort_values(
+        ["family", "metric", "model"],
+        key=lambda col: col.map(order) if col.name == "metric" else col,
+        kind="mergesort",
+    )
+    return out.reset_index(drop=True)
 
 
 _INTERACTION_COLUMNS = [
@@ -400,17 +408,23 @@ def model_interactions(
             for a, b in itertools.combinations(model_names, 2):
                 row: dict[str, Any] = dict.fromkeys(_INTERACTION_COLUMNS, math.nan)
                 row.update(
-                    reference=ref, family=family, metric=metric, model_a=a, model_b=b,
-                    ci_method=None, tested=False, reason=None,
+                    reference=ref,
+                    family=family,
+                    metric=metric,
+                    model_a=a,
+                    model_b=b,
+                    ci_method=None,
+                    tested=False,
+                    reason=None,
                 )
                 per = []
                 for model in (a, b):
-                    frame = deltas.get((model, family))
-                    if frame is None or frame.empty:
+                    found = deltas.get((model, family))
+                    if found is None or found.empty:
                         per.append(pd.Series(dtype=float))
                         continue
-                    values = pd.to_numeric(frame[f"delta:{metric}"], errors="coerce")
-                    per.append(values.groupby(frame["task_name"].astype(str)).mean().dropna())
+                    values = pd.to_numeric(found[f"delta:{metric}"], errors="coerce")
+                    per.append(values.groupby(found["task_name"].astype(str)).mean().dropna())
                 both = pd.concat(per, axis=1, join="inner").dropna()
                 n = len(both)
                 row["n"] = n
@@ -418,7 +432,8 @@ def model_interactions(
                     da, db = both.iloc[:, 0].to_numpy(float), both.iloc[:, 1].to_numpy(float)
                     dd = db - da
                     row.update(
-                        effect_a=float(da.mean()), effect_b=float(db.mean()),
+                        effect_a=float(da.mean()),
+                        effect_b=float(db.mean()),
                         diff_of_diff=float(dd.mean()),
                     )
                     if n < need:
@@ -469,13 +484,16 @@ class FamilyComparison:
     @property
     def caption(self) -> str:
         """What the markers mean: the test, the correction and the threshold."""
+        return self._caption("<")
+
+    def _caption(self, lt: str) -> str:
         level = round(100 * (1 - self.alpha), 6)
         return (
             f"Mean over the tasks every config family ran (per model and metric; n = tasks) "
             f"with a {level:g}% percentile-bootstrap CI over tasks. A superscript letter marks "
             f"each row this one is significantly higher than: two-sided Wilcoxon signed-rank "
             f"test on the same tasks, Holm-adjusted over every pair and metric of the model, "
-            f"p < {self.alpha:g}. Bold: the highest mean."
+            f"p {lt} {self.alpha:g}. Bold: the highest mean."
         )
 
     def wide(self) -> pd.DataFrame:
@@ -494,7 +512,7 @@ class FamilyComparison:
         return pd.DataFrame(rows, columns=["model", "letter", "config_family", *self.metrics])
 
     def _cells(self, mark: Any, bold: Any, escape: Any) -> tuple[list[str], list[list[str]]]:
-        header = ["Model", "", "Config family", *[escape(m) for m in self.metrics]]
+        header = ["Model", "Row", "Config family", *[escape(m) for m in self.metrics]]
         body = []
         records = self.table.to_dict("records")
         keyed = {(r["model"], r["config_family"], r["metric"]): r for r in records}
@@ -534,7 +552,7 @@ class FamilyComparison:
             "|" + "|".join(["---"] * 3 + [":---:"] * len(self.metrics)) + "|",
             *("| " + " | ".join(line) + " |" for line in body),
             "",
-            markdown_text(self.caption),
+            self._caption("&lt;"),
         ]
         return "\n".join(lines) + "\n"
 
@@ -548,7 +566,7 @@ class FamilyComparison:
         lines = [
             "\\begin{table}",
             "\\centering",
-            f"\\caption{{{latex_text(self.caption)}}}",
+            f"\\caption{{{latex_text(self._caption('LT')).replace(' LT ', ' $<$ ')}}}",
             f"\\begin{{tabular}}{{{spec}}}",
             "\\hline",
             " & ".join(header) + " \\\\",
@@ -578,7 +596,7 @@ def _number(value: float) -> str:
     return f"{value:.3f}"
 
 
-def _cell(rec: dict[str, Any]) -> str:
+def _cell(rec: Mapping[Any, Any]) -> str:
     if not math.isfinite(rec["mean"]):
         return ""
     text = _number(rec["mean"])
@@ -659,9 +677,7 @@ def compare_families(
             )
             wide, _ = complete_blocks(sub, metric, "config_family", "task_name")
             for family in families:
-                values = (
-                    wide[family].to_numpy(dtype=float) if family in wide else np.array([])
-                )
+                values = wide[family].to_numpy(dtype=float) if family in wide else np.array([])
                 low = high = math.nan
                 if values.size >= 2:
                     low, high = bootstrap_mean_ci(values, n_boot=n_boot, seed=seed, alpha=alpha)
@@ -696,14 +712,29 @@ def compare_families(
                 continue
             higher.setdefault((winner, rec["dv"]), []).append(letters[loser])
         rows["higher_than"] = [
-            ",".join(sorted(higher.get((f, m), []))) for f, m in zip(rows["config_family"], rows["metric"], strict=True)
+            ",".join(sorted(higher.get((f, m), [])))
+            for f, m in zip(rows["config_family"], rows["metric"], strict=True)
         ]
         best = rows.groupby("metric")["mean"].transform("max")
         rows["best"] = rows["mean"].notna() & (rows["mean"] == best)
         table_rows.append(rows)
-    columns = ["model", "letter", "config_family", "metric", "n", "mean", "ci_low", "ci_high",
-               "best", "higher_than"]
-    table = pd.concat(table_rows, ignore_index=True)[columns] if table_rows else pd.DataFrame(columns=columns)
+    columns = [
+        "model",
+        "letter",
+        "config_family",
+        "metric",
+        "n",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "best",
+        "higher_than",
+    ]
+    table = (
+        pd.concat(table_rows, ignore_index=True)[columns]
+        if table_rows
+        else pd.DataFrame(columns=columns)
+    )
     fried = (
         pd.concat(omnibus, ignore_index=True)[["model", *FRIEDMAN_COLUMNS]]
         if omnibus
