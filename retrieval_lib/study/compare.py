@@ -20,7 +20,9 @@ over a study's analysed trials (``config_family`` the condition):
   spirit of ranx's ``compare``: one row per (model, family) with a letter, one column per
   metric, the mean over those tasks with a seeded percentile-bootstrap CI over tasks, a
   superscript letter for every row it is significantly **higher** than (Holm-adjusted
-  p < ``alpha``), the highest mean in bold. :meth:`FamilyComparison.to_markdown` and
+  p < ``alpha``), the highest mean in bold. Unlike the matched pairs, this view does not
+  separate harness versions: a task's trials of one (model, family) are averaged whatever
+  their version. :meth:`FamilyComparison.to_markdown` and
   :meth:`FamilyComparison.to_latex` export it; every name is escaped (Markdown:
   :func:`retrieval_lib.safe_text.markdown_text`; LaTeX: :func:`latex_text`, every special).
 * :func:`model_effects` and :func:`model_interactions`: the matched effect of each family

@@ -111,6 +111,9 @@ def test_friedman_and_the_comparison_table_by_hand():
     assert table["best"].to_dict() == {"baseline": False, "hybrid": True, "mcp": False}
     assert (table.loc["baseline", "ci_low"], table.loc["baseline", "ci_high"]) == (0.0, 0.0)
     assert table.loc["hybrid", "ci_low"] <= 0.9375 <= table.loc["hybrid", "ci_high"]
+    wide = result.wide().set_index("config_family")["reward"]
+    assert wide["hybrid"].startswith("0.938 [") and wide["hybrid"].endswith("] ^a,c")
+    assert wide["baseline"] == "0.000 [0.000, 0.000]"
     md = result.to_markdown()
     assert "| m1 | b | hybrid | **0.938** [" in md and "<sup>a,c</sup>" in md
     assert "Holm-adjusted over every pair and metric" in md and "p &lt; 0.05" in md
