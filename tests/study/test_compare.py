@@ -259,3 +259,23 @@ def test_a_study_of_three_config_families_shows_every_pair_friedman_and_model_ef
     assert set(effects["family"]) == {"hybrid-local-direct", "mcp-remote-direct"}
     assert set(effects["reference"]) == {"baseline-local-direct"}
     assert effects["model"].nunique() == 1
+
+
+def test_the_parameters_reach_the_study_options_and_a_bad_reference_is_named():
+    from retrieval_lib.errors import StatisticsError
+    from retrieval_lib.report.params import check_schema
+    from retrieval_lib.report.study_report import study_options
+
+    values = check_schema({"reference_family": "mcp", "all_pairs": True}, "study")
+    options = study_options(values)
+    assert (options.reference_family, options.all_pairs) == ("mcp", True)
+    assert study_options({"reference_family": ""}).reference_family is None
+    with pytest.raises(
+        StatisticsError, match="reference family 'mpc' not found; families: baseline, hybrid, mcp"
+    ):
+        family_comparisons(_trials(), ["reward"], reference="mpc")
+    table = family_comparisons(_trials(), ["reward"], reference="mcp")
+    assert table[["reference", "family"]].values.tolist() == [
+        ["mcp", "baseline"],
+        ["mcp", "hybrid"],
+    ]
