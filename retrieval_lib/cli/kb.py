@@ -94,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     compare = commands.add_parser(
         "compare",
-        help="compare run B against run A",
+        help="compare run B (and further runs C...) against run A",
         description=(
             "Per-metric deltas (B − A), per-query Win/Loss/Draw/Regression, a paired "
             "bootstrap CI and Wilcoxon test per ranking metric. Runs with different "
@@ -105,6 +105,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     compare.add_argument("run_a", metavar="A", help="baseline run id")
     compare.add_argument("run_b", metavar="B", help="candidate run id")
+    compare.add_argument(
+        "more_runs",
+        nargs="*",
+        metavar="C",
+        help="further candidate runs: each run is compared with A, the Wilcoxon p-values "
+        "Holm-adjusted over every run and metric (two runs: the two-run compare)",
+    )
     _db_option(compare)
     compare.add_argument(
         "--strict-chunker-version",
@@ -232,6 +239,8 @@ def _run_compare(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 1:
         raise KBError("--bootstrap must be at least 1")
+    if args.more_runs:
+        return _run_compare_many(args)
     with KBStore(args.db, create=False) as store:
         report = compare_runs(
             store,
@@ -259,6 +268,50 @@ def _run_compare(args: argparse.Namespace) -> int:
             f"delta {format_value(row['delta'], signed=True)}{ci}"
         )
     print("  " + ", ".join(f"{k}: {v}" for k, v in report.kind_counts().items()))
+    if args.report:
+        print(f"report written to {args.report}")
+    return 0
+
+
+def _run_compare_many(args: argparse.Namespace) -> int:
+    """``kb compare A B C ...``: every run against A (:mod:`retrieval_lib.kb.compare_many`)."""
+    from retrieval_lib.io import atomic_write_text, dumps_json
+    from retrieval_lib.kb.compare_many import compare_many
+    from retrieval_lib.kb.definitions import STORAGE_DIGITS
+    from retrieval_lib.kb.report_md import format_value
+    from retrieval_lib.kb.store import KBStore
+
+    with KBStore(args.db, create=False) as store:
+        many = compare_many(
+            store,
+            args.run_a,
+            [args.run_b, *args.more_runs],
+            strict_chunker_version=args.strict_chunker_version,
+            n_bootstrap=args.bootstrap,
+            seed=args.seed,
+        )
+    if args.report:
+        atomic_write_text(args.report, many.to_markdown())
+    if args.json:
+        sys.stdout.write(dumps_json(many.to_dict(), ndigits=STORAGE_DIGITS, indent=2))
+        return 0
+    summary = many.summary()
+    print(f"{len(many.reports)} runs against {args.run_a} (p Holm-adjusted over runs x metrics)")
+    for report in many.reports:
+        print(f"{args.run_a} vs {report.run_b} (chunk matching: {report.chunker_version_match})")
+        for row in summary[summary["run"] == report.run_b].to_dict("records"):
+            ci = ""
+            if row["paired_n"]:
+                ci = (
+                    f"  CI [{format_value(row['ci_low'], signed=True)}, "
+                    f"{format_value(row['ci_high'], signed=True)}]  "
+                    f"p={format_value(row['wilcoxon_p'])}  p_holm={format_value(row['p_holm'])}"
+                )
+            print(
+                f"  {row['metric']:<20} {format_value(row['a'])} -> {format_value(row['b'])}  "
+                f"delta {format_value(row['delta'], signed=True)}{ci}"
+            )
+        print("  " + ", ".join(f"{k}: {v}" for k, v in report.kind_counts().items()))
     if args.report:
         print(f"report written to {args.report}")
     return 0

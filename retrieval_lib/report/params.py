@@ -366,6 +366,19 @@ SCHEMAS: dict[str, tuple[Parameter, ...]] = {
             "treatment config family; empty: paired by name (direct with direct, artifact "
             "with artifact)",
         ),
+        Parameter(
+            "reference_family",
+            "str",
+            "",
+            "config family every other is compared with (section 10); empty: the baseline family",
+        ),
+        Parameter(
+            "all_pairs",
+            "bool",
+            False,
+            "compare every pair of config families, not only each with the reference "
+            "(Holm over pairs x metrics)",
+        ),
         SEED,
         N_BOOT,
         ALPHA,
@@ -460,7 +473,7 @@ def check_schema(values: Mapping[str, Any], notebook: str) -> dict[str, Any]:
     >>> check_schema({"Alpha": 0.1}, "study")
     Traceback (most recent call last):
     ...
-    retrieval_lib.errors.ReportError: unknown parameter(s) for study: 'Alpha' (did you mean 'alpha'?); known: study_manifest, output_dir, config_map, baseline, treatment, seed, n_boot, alpha, min_pairs, exclude_flagged, strict_harness_version, timeline_tasks, timeline_x
+    retrieval_lib.errors.ReportError: unknown parameter(s) for study: 'Alpha' (did you mean 'alpha'?); known: study_manifest, output_dir, config_map, baseline, treatment, reference_family, all_pairs, seed, n_boot, alpha, min_pairs, exclude_flagged, strict_harness_version, timeline_tasks, timeline_x
     """
     schema = {p.name: p for p in SCHEMAS[notebook]}
     unknown = sorted(set(values) - set(schema))

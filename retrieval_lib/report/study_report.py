@@ -3,7 +3,8 @@
 :func:`run_study` brings every run up to date (:func:`retrieval_lib.study.loader.prepare_runs`
 reuses what is already evaluated), writes the study manifest (which evaluated folders,
 which config families), the tidy tables (``trials``, ``events``, ``metrics``, ``pairs``,
-``tools``: Parquet, CSV without pyarrow) and renders ``notebooks/study.ipynb``.
+``tools``: Parquet, CSV without pyarrow), the comparison of every config family
+(``compare.md``, ``compare.tex``) and renders ``notebooks/study.ipynb``.
 :func:`retrieval_lib.report.pipeline.example_study` is the study of the bundled example
 runs (the notebook's default).
 """
@@ -44,6 +45,8 @@ _OPTION_PARAMETERS = {
     "min_pairs": "min_pairs",
     "baseline": "baseline",
     "treatment": "treatment",
+    "reference_family": "reference_family",
+    "all_pairs": "all_pairs",
     "exclude_flagged": "exclude_flagged",
     "strict_harness_version": "strict_harness_version",
 }
@@ -265,6 +268,9 @@ def run_study(
         },
     )
     written = write_study_tables(study, study_dir / "tables")
+    from retrieval_lib.study.compare import write_comparison
+
+    written += write_comparison(study.compare(), study_dir / "tables")  # compare.{md,tex}
     log(
         f"study: {len(study.trials)} trials in {study.trials['run_id'].nunique()} run(s), "
         f"{len(study.impact().per_task)} matched task(s); tables in {study_dir / 'tables'}"

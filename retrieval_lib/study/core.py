@@ -35,6 +35,7 @@ from retrieval_lib.study.loader import PreparedRuns, prepare_runs, read_evaluate
 
 if TYPE_CHECKING:
     from retrieval_lib.stats.impact import ImpactResult
+    from retrieval_lib.study.compare import FamilyComparison
 
 __all__ = ["Study", "StudyOptions", "load", "load_evaluated"]
 
@@ -64,6 +65,13 @@ class StudyOptions:
         Keep only pairs whose harness versions are both known and equal (default: an
         unknown version is no difference; such pairs are flagged
         ``harness_version_unverified``).
+    reference_family
+        The family every other one is compared with in :meth:`Study.family_comparisons`
+        and :meth:`Study.model_effects` (default: ``baseline``, else the first family
+        named ``baseline*``; :func:`retrieval_lib.study.compare.reference_family`).
+    all_pairs
+        :meth:`Study.family_comparisons` compares every pair of families, not only each
+        with the reference.
     """
 
     seed: int = 0
@@ -76,6 +84,8 @@ class StudyOptions:
     treatment: str | None = None
     exclude_flagged: bool = False
     strict_harness_version: bool = False
+    reference_family: str | None = None
+    all_pairs: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,6 +254,86 @@ class Study:
         names = ["reward", "passed", *result.params["metrics"], *result.params["outcomes"]]
         return analysis.matched_overview(
             result.comparisons, result.per_task, list(dict.fromkeys(names))
+        )
+
+    # ------------------------------------------------ every config family (issue 19)
+
+    def _compare_metrics(self, metrics: Sequence[str] | None) -> list[str]:
+        from retrieval_lib.stats.columns import resolve_metrics
+
+        if metrics is not None:
+            return list(metrics)
+        o = self.options
+        chosen = resolve_metrics(
+            self.analysed, o.metrics if isinstance(o.metrics, str) else list(o.metrics)
+        )
+        return list(dict.fromkeys(["reward", "passed", *chosen]))
+
+    def family_comparisons(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """Every family against the reference family (every pair with ``all_pairs``) on
+        matched tasks, Holm over pairs × metrics
+        (:func:`retrieval_lib.study.compare.family_comparisons`)."""
+        from retrieval_lib.study.compare import family_comparisons
+
+        o = self.options
+        return family_comparisons(
+            self.analysed,
+            self._compare_metrics(metrics),
+            reference=o.reference_family,
+            baseline=o.baseline,
+            all_pairs=o.all_pairs,
+            combine=o.combine,
+            strict_harness_version=o.strict_harness_version,
+            min_pairs=o.min_pairs,
+        )
+
+    def compare(self, metrics: Sequence[str] | None = None) -> FamilyComparison:
+        """Friedman test, pairwise Wilcoxon with Holm and the ranx-style comparison table of
+        every config family, per model (``.to_markdown()``, ``.to_latex()``;
+        :func:`retrieval_lib.study.compare.compare_families`)."""
+        from retrieval_lib.study.compare import compare_families
+
+        o = self.options
+        return compare_families(
+            self.analysed,
+            self._compare_metrics(metrics),
+            alpha=o.alpha,
+            n_boot=o.n_boot,
+            seed=o.seed,
+            min_pairs=o.min_pairs,
+        )
+
+    def model_effects(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """The matched effect of each family (vs the reference) per model, side by side
+        (:func:`retrieval_lib.study.compare.model_effects`)."""
+        from retrieval_lib.study.compare import model_effects
+
+        o = self.options
+        return model_effects(
+            self.analysed,
+            self._compare_metrics(metrics),
+            reference=o.reference_family,
+            baseline=o.baseline,
+            combine=o.combine,
+            strict_harness_version=o.strict_harness_version,
+            min_pairs=o.min_pairs,
+        )
+
+    def model_interactions(self, metrics: Sequence[str] = ("reward",)) -> pd.DataFrame:
+        """Does a family's effect differ by model: difference of differences with a t
+        interval over tasks (:func:`retrieval_lib.study.compare.model_interactions`)."""
+        from retrieval_lib.study.compare import model_interactions
+
+        o = self.options
+        return model_interactions(
+            self.analysed,
+            list(metrics),
+            reference=o.reference_family,
+            baseline=o.baseline,
+            combine=o.combine,
+            strict_harness_version=o.strict_harness_version,
+            min_pairs=o.min_pairs,
+            alpha=o.alpha,
         )
 
     def calibration(self, metric: str) -> pd.DataFrame:

@@ -75,6 +75,7 @@ def test_study_notebook_is_committed_executed_and_stripped():
         "## 7. Retrieval and outcomes",
         "## 8. Calibration slices across runs",
         "## 9. Trial timelines",
+        "## 10. Every config family compared",
     ]
 
 

@@ -92,6 +92,10 @@ def test_the_cli_writes_the_study_report_and_leaves_the_corpus_untouched(tmp_pat
     assert "study: 6 trials in 2 run(s), 3 matched task(s)" in out
     names = sorted(p.name for p in (tmp_path / "study" / "tables").iterdir())
     assert names == sorted(
-        f"{n}.parquet" for n in ("events", "metrics", "pairs", "tools", "trials")
+        [
+            *(f"{n}.parquet" for n in ("events", "metrics", "pairs", "tools", "trials")),
+            "compare.md",
+            "compare.tex",
+        ]
     )
     assert _tree_digest(CSB) == before
