@@ -75,12 +75,23 @@ METHODS = (
     "kernel_dicts",
     "pytrec_eval_dicts",
     "ranx_dicts",
+    "ir_measures_dicts",
 )
-REFERENCES = ("pytrec_eval", "ranx", "kernel_dicts", "pytrec_eval_dicts", "ranx_dicts")
+REFERENCES = (
+    "pytrec_eval",
+    "ranx",
+    "kernel_dicts",
+    "pytrec_eval_dicts",
+    "ranx_dicts",
+    "ir_measures_dicts",
+)
 #: The score-dict workload: each method starts from the same {qid: {doc: score}} run and
 #: {qid: {doc: grade}} qrels dicts (built before the clock starts) and is compared with
 #: ``kernel_dicts`` (the project's ``evaluate_queries``).
-DICT_METHODS = ("kernel_dicts", "pytrec_eval_dicts", "ranx_dicts")
+DICT_METHODS = ("kernel_dicts", "pytrec_eval_dicts", "ranx_dicts", "ir_measures_dicts")
+#: Methods whose package is optional (``dev`` extra): left out of the default list when
+#: the package is not installed.
+OPTIONAL_PACKAGES = {"ir_measures_dicts": "ir_measures"}
 OUT_DEFAULT = Path(__file__).resolve().parent / "out" / "metrics_kernel.json"
 
 # Targets of issue 3.
@@ -337,10 +348,47 @@ def run_ranx_dicts(dicts: Dicts, clock: Clock) -> Values:
     }
 
 
+#: ir_measures' names of the metrics it has (F1 is derived from P and R, as for pytrec_eval).
+IR_MEASURES_NAMES = {
+    **{f"P@{k}": f"P@{k}" for k in CUTOFFS},
+    **{f"R@{k}": f"R@{k}" for k in CUTOFFS},
+    **{f"nDCG@{k}": f"nDCG@{k}" for k in CUTOFFS},
+    "AP": "AP",
+    "RR": "RR",
+    "Hit@5": "Success@5",
+    "R-Prec": "Rprec",
+}
+
+
+def run_ir_measures_dicts(dicts: Dicts, clock: Clock) -> Values:
+    import ir_measures
+
+    qids, run, qrels = dicts
+    clock.restart()
+    measures = [ir_measures.parse_measure(name) for name in IR_MEASURES_NAMES.values()]
+    clock.lap("parse_measure")
+    found = {
+        (m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures, qrels, run)
+    }
+    clock.lap("iter_calc")
+    values: Values = {
+        name: np.array([found[(qid, measure)] for qid in qids], dtype=np.float64)
+        for name, measure in IR_MEASURES_NAMES.items()
+    }
+    for k in CUTOFFS:
+        precision, recall = values[f"P@{k}"], values[f"R@{k}"]
+        total = precision + recall
+        values[f"F1@{k}"] = np.divide(
+            2 * precision * recall, total, out=np.zeros_like(total), where=total > 0
+        )
+    return values
+
+
 DICT_RUNNERS: dict[str, Callable[[Dicts, Clock], Values]] = {
     "kernel_dicts": run_kernel_dicts,
     "pytrec_eval_dicts": run_pytrec_eval_dicts,
     "ranx_dicts": run_ranx_dicts,
+    "ir_measures_dicts": run_ir_measures_dicts,
 }
 
 
@@ -580,8 +628,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length", type=int, default=100, help="ids per ranking (<= 200)")
     parser.add_argument("--max-relevant", type=int, default=20, help="relevant ids: 1..this")
     parser.add_argument("--seed", type=int, default=0)
+    import importlib.util
+
+    available = [
+        m
+        for m in METHODS
+        if m not in OPTIONAL_PACKAGES or importlib.util.find_spec(OPTIONAL_PACKAGES[m])
+    ]
     parser.add_argument(
-        "--methods", default=",".join(METHODS), help=f"comma-separated subset of {METHODS}"
+        "--methods",
+        default=",".join(available),
+        help=f"comma-separated subset of {METHODS} (default: those installed)",
     )
     parser.add_argument(
         "--repeats", type=int, default=3, help="runs of the kernel and floors (median kept)"
