@@ -304,7 +304,9 @@ def run_study(
         # every section computed here, once; the notebook reads them (never the runs)
         from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
 
-        sections = compute_sections(study, timeline_requests(str(values.get("timeline_tasks") or "")))
+        sections = compute_sections(
+            study, timeline_requests(str(values.get("timeline_tasks") or ""))
+        )
         written += write_sections(sections, study_dir / "tables", skip=("trials",))
     elif notebook is not None:
         raise InputError("the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')")

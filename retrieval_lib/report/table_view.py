@@ -193,7 +193,9 @@ def view(
     note = None
     if len(frame) > max_rows:
         where = source or "the tables"
-        note = f"the first {max_rows} of {len(frame)} rows; every row is in {where} beside the report"
+        note = (
+            f"the first {max_rows} of {len(frame)} rows; every row is in {where} beside the report"
+        )
         frame = frame.iloc[:max_rows]
     shown = frame.reset_index(drop=not named)
     columns = [str(c) for c in shown.columns]

@@ -321,7 +321,9 @@ def write_sections(
         _storable(frame).to_parquet(buffer, index=False)
         files[name] = _file_name(name)
         written.append(atomic_write_bytes(target / files[name], buffer.getvalue()))
-    options = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(sections.options).items()}
+    options = {
+        k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(sections.options).items()
+    }
     index = {
         "sections_version": SECTIONS_VERSION,
         "files": files,
@@ -389,4 +391,3 @@ def read_sections(
         timeline_tasks=tuple(index.get("timeline_tasks") or ()),
         timeline_top=int(index.get("timeline_top", 2)),
     )
-
