@@ -307,7 +307,7 @@ def run_study(
         sections = compute_sections(
             study, timeline_requests(str(values.get("timeline_tasks") or ""))
         )
-        written += write_sections(sections, study_dir / "tables", skip=("trials",))
+        written += write_sections(sections, study_dir / "tables", skip=("trials", "pairs", "tools"))
     elif notebook is not None:
         raise InputError("the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')")
     log(

@@ -294,8 +294,9 @@ def write_sections(
 ) -> list[Path]:
     """Write every section table (Parquet) and the index ``sections.json`` atomically.
 
-    ``skip``: tables already written beside them under their own name (``trials``: the
-    study's ``trials.parquet``), referenced by the index instead of written twice.
+    ``skip``: tables already written beside them under their own name (``trials``,
+    ``pairs``, ``tools``: the study's ``<name>.parquet``), referenced by the index instead
+    of written twice.
 
     Raises
     ------
