@@ -12,10 +12,22 @@ same tasks plus one archived run, about ``15.1 x --tasks`` trials), then measure
 * the reference in the same run: reading every trace file and decoding its JSON with the
   standard library (the least any tool must do with these inputs), in CPU seconds.
 
+**Archive workload** (``--archive N``): N trials over N/2 distinct tasks (50,000 at
+100,000 trials), 3 models, 4 configs (two config families each of the ``-direct`` and
+``-artifact`` kinds), in runs of at most 10,000 trials. The evaluated runs are made from
+the event documents of a small synthetic generation (``synth --scale bench``, normalised
+once): each archive trial copies one of them with its own run, config, model, task name
+and a seeded reward, and every run is evaluated (``retrieval-lib evaluate``'s
+``evaluate_run``). Timed: ``retrieval-lib study <evaluated runs> --out OUT`` from the
+evaluated runs to ``study.html`` (CPU seconds of the whole process tree, from
+``/proc/<pid>/stat`` of every process sampled, and its peak resident memory), and the HTML
+size. Several ``--archive`` values (``--archive 10000 --archive 30000``) give the growth.
+
 Usage::
 
     python benchmarks/study.py                      # ~10,000 trials over 10 runs
     python benchmarks/study.py --tasks 66 --quick   # ~1,000 trials
+    python benchmarks/study.py --archive 10000 --archive 100000
 
 Results are printed and written to ``benchmarks/out/study.json``.
 """
@@ -60,27 +72,65 @@ def _tree_rss_mb(root_pid: int) -> tuple[float, float]:
     return sum(sizes) / 1e6, max(sizes, default=0) / 1e6
 
 
+def _tree_cpu(root_pid: int) -> dict[int, float]:
+    """CPU seconds (user + system, own and waited-for children) per live process of the tree."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        cpu[int(entry)] = sum(int(v) for v in fields[11:15]) / tick
+    todo, seen = [root_pid], {}
+    while todo:
+        pid = todo.pop()
+        seen[pid] = cpu.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return seen
+
+
 def _measure(cmd: list[str]) -> dict[str, float | str]:
-    """Run ``cmd``; wall seconds, peak tree and single-process RSS, and its output."""
+    """Run ``cmd``; wall seconds, CPU seconds of the tree, peak tree and single-process RSS,
+    and its output."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peaks = [0.0, 0.0]
+    cpu_seen: dict[int, float] = {}
 
     def sample() -> None:
         while proc.poll() is None:
             total, largest = _tree_rss_mb(proc.pid)
             peaks[0], peaks[1] = max(peaks[0], total), max(peaks[1], largest)
+            for pid, seconds in _tree_cpu(proc.pid).items():
+                if pid != proc.pid:  # the root's own figure comes from wait4 below
+                    cpu_seen[pid] = max(cpu_seen.get(pid, 0.0), seconds)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    before = os.times()
     output, _ = proc.communicate()
     seconds = time.perf_counter() - start
     sampler.join()
+    after = os.times()
+    # the root's CPU with every child it waited for, plus children still sampled alive
+    # that nobody waited for (a kernel reaped by its own parent is in both: counted once
+    # through the root, so only the sampled figures of processes not waited for are added)
+    waited = (after.children_user + after.children_system) - (
+        before.children_user + before.children_system
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output[-3000:]}")
     return {
         "seconds": seconds,
+        "cpu_seconds": waited,
+        "cpu_seconds_sampled_children": sum(cpu_seen.values()),
         "peak_tree_mb": peaks[0],
         "peak_process_mb": peaks[1],
         "output": output,
@@ -106,6 +156,143 @@ def _decode_reference(runs: Path) -> tuple[float, int, float]:
     return time.process_time() - start, len(files), size / 1e6
 
 
+ARCHIVE_MODELS = ("model-a", "model-b", "model-c")
+#: (baseline config, treatment config) of each kind: a task runs both configs of one kind.
+ARCHIVE_CONFIGS = (
+    ("baseline-local-direct", "mcp-remote-direct"),
+    ("baseline-local-artifact", "mcp-remote-artifact"),
+)
+ARCHIVE_RUN_TRIALS = 10_000
+
+
+def _templates(root: Path) -> dict[bool, list[dict]]:
+    """Event documents of a small synthetic generation, normalised once: by MCP or not."""
+    import orjson
+
+    from retrieval_lib.synth import generate_runs
+
+    if not (root / "out").is_dir():
+        generate_runs(root / "data", n_tasks=44, n_runs=1, scale="bench")
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "retrieval_lib",
+                "normalize",
+                str(root / "data" / "runs"),
+                "--tasks-root",
+                str(root / "data" / "benchmarks"),
+                "--out",
+                str(root / "out"),
+                "--workers",
+                "1",
+                "--quiet",
+            ],
+            check=True,
+        )
+    found: dict[bool, list[dict]] = {False: [], True: []}
+    for path in sorted((root / "out").rglob("*.retrieval_events.json")):
+        doc = orjson.loads(path.read_bytes())
+        found[str(doc["provenance"]["config_name"]).startswith("mcp")].append(doc)
+    return found
+
+
+def make_archive(
+    out: Path, trials: int, templates: dict[bool, list[dict]], seed: int = 0
+) -> list[Path]:
+    """Evaluated runs of ``trials`` trials over ``trials // 2`` tasks (see the module docstring)."""
+    import random
+
+    import orjson
+
+    from retrieval_lib.metrics.summary import evaluate_run
+
+    rng = random.Random(seed)
+    n_tasks = trials // 2
+    runs: dict[str, list[tuple[str, str, str, bool]]] = {}
+    per_run_tasks = ARCHIVE_RUN_TRIALS // 2
+    for task in range(n_tasks):
+        model = ARCHIVE_MODELS[task % len(ARCHIVE_MODELS)]
+        pair = ARCHIVE_CONFIGS[(task // len(ARCHIVE_MODELS)) % len(ARCHIVE_CONFIGS)]
+        run_id = f"archive_{task // per_run_tasks:03d}"
+        for config, mcp in ((pair[0], False), (pair[1], True)):
+            runs.setdefault(run_id, []).append((f"task-{task:06d}", config, model, mcp))
+    folders = []
+    for run_id, rows in sorted(runs.items()):
+        events = out / run_id / "retrieval_events"
+        for position, (task, config, model, mcp) in enumerate(rows):
+            pool = templates[mcp]
+            doc = dict(pool[position % len(pool)])
+            prov = dict(
+                doc["provenance"],
+                run_id=run_id,
+                config_name=config,
+                model=model,
+                task_name=task,
+                raw_task_name=task,
+                trial_name=f"{task}__{position}",
+            )
+            reward = 1.0 if rng.random() < (0.55 if mcp else 0.45) else 0.0
+            outcome = dict(doc["outcome"], reward=reward, passed=reward == 1.0)
+            doc = dict(doc, provenance=prov, outcome=outcome)
+            target = events / config / f"{task}.retrieval_events.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(orjson.dumps(doc))
+        evaluate_run(events)
+        folders.append(out / run_id)
+    return folders
+
+
+def archive(sizes: list[int], root: Path) -> int:
+    """The archive workload at each size; prints and writes ``benchmarks/out/study_archive.json``."""
+    templates = _templates(root / "templates")
+    results = []
+    for trials in sizes:
+        data = root / f"archive_{trials}"
+        marker = data / "complete"
+        if not marker.is_file():
+            shutil.rmtree(data, ignore_errors=True)
+            started = time.perf_counter()
+            make_archive(data / "runs", trials, templates)
+            marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+        reports = root / f"reports_{trials}"
+        shutil.rmtree(reports, ignore_errors=True)
+        cli = [
+            sys.executable,
+            "-m",
+            "retrieval_lib",
+            "study",
+            str(data / "runs"),
+            "--tasks-root",  # required; every run is evaluated already, nothing is read there
+            str(root / "templates" / "data" / "benchmarks"),
+            "--out",
+            str(reports),
+        ]
+        measured = _measure(cli)
+        html = reports / "study" / "study.html"
+        tables = reports / "study" / "tables"
+        result = {
+            "trials": trials,
+            "tasks": trials // 2,
+            "runs": len(list((data / "runs").iterdir())),
+            "make_and_evaluate_seconds": float(marker.read_text()),
+            "study_wall_seconds": round(float(measured["seconds"]), 1),
+            "study_cpu_seconds": round(float(measured["cpu_seconds"]), 1),
+            "peak_tree_mb": round(float(measured["peak_tree_mb"])),
+            "peak_process_mb": round(float(measured["peak_process_mb"])),
+            "html_mb": round(html.stat().st_size / 1e6, 2),
+            "tables_mb": round(sum(p.stat().st_size for p in tables.iterdir()) / 1e6, 1),
+            "load_average": os.getloadavg(),
+            "output_tail": str(measured["output"]).splitlines()[-3:],
+        }
+        results.append(result)
+        for key, value in result.items():
+            print(f"{key:28} {value}", flush=True)
+        (HERE / "out").mkdir(exist_ok=True)
+        (HERE / "out" / "study_archive.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -115,7 +302,16 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=HERE / "out" / "study")
     parser.add_argument("--quick", action="store_true", help="keep the generated runs if present")
+    parser.add_argument(
+        "--archive",
+        type=int,
+        action="append",
+        metavar="TRIALS",
+        help="run the archive workload of TRIALS trials (repeatable) instead",
+    )
     args = parser.parse_args()
+    if args.archive:
+        return archive(args.archive, args.out / "archive")
 
     from retrieval_lib.synth import generate_runs
 

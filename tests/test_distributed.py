@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 pytest.importorskip("distributed")
@@ -171,19 +170,6 @@ def test_study_preparation_on_a_cluster(synth, client, tmp_path):
     assert len(a.trials) > 20
     assert a.trials.equals(b.trials)
     assert a.events.equals(b.events)
-
-
-def test_study_aggregates_on_the_cluster_match_the_local_ones(synth, client, tmp_path):
-    from retrieval_lib.study.lazy import aggregate_metrics
-
-    runs, tasks = synth
-    normalize_paths([runs], tasks, out=tmp_path)
-    events_dirs = [evaluate_run(run).events_dir for run in sorted(tmp_path.iterdir())]
-    columns = ["file.recall", "reward", "total_tokens"]
-    local = aggregate_metrics(events_dirs, columns, by=["run_id", "config_name"])
-    remote = aggregate_metrics(events_dirs, columns, by=["run_id", "config_name"], client=client)
-    assert len(local) == 2 * 2 * 3  # two runs of two configs, three metrics
-    pd.testing.assert_frame_equal(local, remote)
 
 
 def _explode(item: int) -> int:

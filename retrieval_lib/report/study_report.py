@@ -178,11 +178,44 @@ def write_study_tables(study: Study, folder: str | os.PathLike[str]) -> list[Pat
     frames = {
         "trials": study.trials,
         "events": events,
-        "metrics": study.metrics,
         "pairs": study.pairs(),
         "tools": study.tool_value("tool"),
     }
-    return [_write_frame(frame, target, name) for name, frame in frames.items()]
+    written = [_write_frame(frame, target, name) for name, frame in frames.items()]
+    written.append(_write_metrics(study, target))
+    return written
+
+
+def _write_metrics(study: Study, folder: Path) -> Path:
+    """The long ``metrics`` table, melted and written a slice of trials at a time (the
+    whole long table is trials × metrics rows: never held at once with pyarrow)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        return _write_frame(study.metrics, folder, "metrics")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from retrieval_lib.io import atomic_write_bytes
+    from retrieval_lib.stats.columns import metric_columns
+
+    trials = study.trials
+    columns = metric_columns(trials)
+    ids = ["trial_id", "run_id", "config_name", "config_family", "task_name", "model"]
+    sink = pa.BufferOutputStream()
+    writer = None
+    step = 5000
+    for start in range(0, max(len(trials), 1), step):
+        part = trials.iloc[start : start + step].melt(
+            id_vars=ids, value_vars=columns, var_name="metric", value_name="value"
+        )
+        table = pa.Table.from_pandas(part.astype({"value": "float64"}), preserve_index=False)
+        if writer is None:
+            writer = pq.ParquetWriter(sink, table.schema)
+        writer.write_table(table.cast(writer.schema))
+    if writer is not None:
+        writer.close()
+    return atomic_write_bytes(folder / "metrics.parquet", sink.getvalue().to_pybytes())
 
 
 def study_parameters() -> dict[str, Any]:
@@ -234,6 +267,8 @@ def run_study(
     InputError, ReportError
         Bad inputs or parameters (before anything runs), or a failing notebook cell.
     """
+    import importlib.util
+
     from retrieval_lib.io import atomic_write_json, now_iso
     from retrieval_lib.report.params import check_parameters, check_schema, resolve_notebook
     from retrieval_lib.study import load_evaluated
@@ -268,6 +303,17 @@ def run_study(
         },
     )
     written = write_study_tables(study, study_dir / "tables")
+    if importlib.util.find_spec("pyarrow") is not None:
+        # every section computed here, once; the notebook reads them (never the runs)
+        from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
+
+        sections = compute_sections(
+            study, timeline_requests(str(values.get("timeline_tasks") or ""))
+        )
+        written += write_sections(sections, study_dir / "tables", skip=("trials", "pairs", "tools"))
+    elif notebook is not None:
+        raise InputError("the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')")
+
     from retrieval_lib.study.compare import write_comparison
 
     written += write_comparison(study.compare(), study_dir / "tables")  # compare.{md,tex}

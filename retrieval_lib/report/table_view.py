@@ -46,12 +46,16 @@ import pandas as pd
 from retrieval_lib.report.display import p_text
 
 __all__ = [
+    "MAX_TABLE_ROWS",
     "WRAPPED_COLUMNS",
     "WRAP_AFTER",
     "TableView",
     "view",
 ]
 
+#: The most rows a table shows in a report: a longer table shows its first rows and a note
+#: naming the file (CSV/Parquet beside the report) that holds every row.
+MAX_TABLE_ROWS = 50
 #: Columns with a longer text than this wrap; the others keep each cell on one line.
 WRAP_AFTER = 60
 #: Columns of explanations, which always wrap (so is any ``…_reason`` column).
@@ -109,6 +113,9 @@ class TableView:
     columns: list[str]
     cells: list[list[str]]
     numeric: list[bool]
+    #: Shown under the table (plain text, escaped): e.g. which rows were left out and where
+    #: they all are.
+    note: str | None = None
 
     def _repr_html_(self) -> str:
         digest = hashlib.sha1(repr((self.columns, self.cells)).encode()).hexdigest()[:10]
@@ -124,10 +131,11 @@ class TableView:
             "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
             for row in self.cells
         )
+        note = f"<p><em>{html.escape(self.note)}</em></p>" if self.note else ""
         return (
             f"<style>{rules}</style>"
             f'<table id="{table_id}" class="dataframe">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
         )
 
     def _wraps(self, column: int) -> bool:
@@ -147,11 +155,22 @@ class TableView:
                 for v, w, numeric in zip(values, widths, self.numeric, strict=True)
             ).rstrip()
 
-        return "\n".join([line(self.columns), *(line(row) for row in self.cells)])
+        lines = [line(self.columns), *(line(row) for row in self.cells)]
+        return "\n".join([*lines, self.note] if self.note else lines)
 
 
-def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
+def view(
+    frame: pd.DataFrame,
+    *,
+    digits: int = 3,
+    max_rows: int = MAX_TABLE_ROWS,
+    source: str | None = None,
+) -> TableView:
     """``frame`` as a reader sees it (see the module docstring); ``frame`` is not changed.
+
+    At most ``max_rows`` rows are shown (:data:`MAX_TABLE_ROWS`): a longer table shows its
+    first ``max_rows`` rows (sort it first to show the top ones) and a note saying how many
+    were left out and naming ``source``, the file beside the report that holds every row.
 
     Examples
     --------
@@ -164,8 +183,20 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
     True
     >>> view(pd.DataFrame({"p_value": [0.0004, 0.2], "wilcoxon_p": [1e-9, None]})).cells
     [['< 0.001', '< 0.001'], ['0.200', '']]
+    >>> long = view(pd.DataFrame({"a": range(5)}), max_rows=2, source="tables/a.csv")
+    >>> long.cells, long.note
+    ([['0'], ['1']], 'the first 2 of 5 rows; every row is in tables/a.csv beside the report')
     """
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be at least 1, got {max_rows}")
     named = any(n is not None for n in frame.index.names)
+    note = None
+    if len(frame) > max_rows:
+        where = source or "the tables"
+        note = (
+            f"the first {max_rows} of {len(frame)} rows; every row is in {where} beside the report"
+        )
+        frame = frame.iloc[:max_rows]
     shown = frame.reset_index(drop=not named)
     columns = [str(c) for c in shown.columns]
     numeric = [_is_numeric(shown[c]) for c in shown.columns]
@@ -179,4 +210,4 @@ def view(frame: pd.DataFrame, *, digits: int = 3) -> TableView:
                 for v, d, is_p in zip(row, places, p_columns, strict=True)
             ]
         )
-    return TableView(columns=columns, cells=cells, numeric=numeric)
+    return TableView(columns=columns, cells=cells, numeric=numeric, note=note)

@@ -4,7 +4,9 @@
 * :mod:`~retrieval_lib.study.loader`: bring runs up to date, read them into tidy tables;
 * :mod:`~retrieval_lib.study.analysis`: the tables of each question (leaderboard, tiers,
   tool value, confidence flags, matched comparison, timelines);
-* :mod:`~retrieval_lib.study.core`: :class:`Study`, :func:`load`.
+* :mod:`~retrieval_lib.study.core`: :class:`Study`, :func:`load`;
+* :mod:`~retrieval_lib.study.sections`: every table of the study report computed once,
+  written beside it and read back by the notebook.
 
 Examples
 --------

@@ -91,3 +91,18 @@ def test_explanations_always_wrap():
     page = view(pd.DataFrame({"metric": ["x"], "reason": ["short"]}))._repr_html_()
     assert ":nth-child(1) {text-align: left; white-space: nowrap;}" in page
     assert ":nth-child(2) {text-align: left; white-space: normal;}" in page
+
+
+def test_a_long_table_shows_its_first_rows_and_names_the_file_with_all():
+    from retrieval_lib.report.table_view import MAX_TABLE_ROWS
+
+    frame = pd.DataFrame({"task": [f"t{i}" for i in range(MAX_TABLE_ROWS + 7)]})
+    shown = view(frame, source="tables/<pairing>.csv")
+    assert [row[0] for row in shown.cells] == [f"t{i}" for i in range(MAX_TABLE_ROWS)]
+    page = shown._repr_html_()
+    assert page.count("<tr>") == MAX_TABLE_ROWS + 1  # the header and 50 rows
+    assert (
+        f"the first {MAX_TABLE_ROWS} of {MAX_TABLE_ROWS + 7} rows; every row is in "
+        "tables/&lt;pairing&gt;.csv beside the report"
+    ) in page
+    assert view(frame.head(MAX_TABLE_ROWS)).note is None  # at the bound: every row, no note
