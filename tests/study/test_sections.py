@@ -81,11 +81,15 @@ def test_every_stored_table_equals_the_in_memory_study(written):
         "categories": (sections.tool_value("category"), study.tool_value("category")),
         "overview": (sections.overview(), study.overview()),
         "flags": (sections.flags(), study.flags()),
-        "pairs": (sections.pairs, study.pairs),
+        "pairs": (sections.pairs(), study.pairs()),
         "calibration": (sections.calibration("file.recall"), study.calibration("file.recall")),
         "comparisons": (sections.impact().comparisons, study.impact().comparisons),
         "correlations": (sections.impact().correlations, study.impact().correlations),
         "unmatched": (sections.impact().unmatched, study.impact().unmatched),
+        "family_comparisons": (sections.family_comparisons(), study.family_comparisons()),
+        "compare_table": (sections.compare().table, study.compare().table),
+        "friedman": (sections.compare().friedman, study.compare().friedman),
+        "model_effects": (sections.model_effects(), study.model_effects()),
     }
     for name, (stored, computed) in checks.items():
         pd.testing.assert_frame_equal(
@@ -96,6 +100,7 @@ def test_every_stored_table_equals_the_in_memory_study(written):
             obj=name,
         )
     assert sections.impact().params["metrics"] == study.impact().params["metrics"]
+    assert sections.compare().to_latex() == study.compare().to_latex()
 
 
 def test_other_options_or_another_timeline_are_refused_not_recomputed(written):
