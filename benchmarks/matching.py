@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "matching.json")
     args = parser.parse_args(argv)
 
-    import pandas as pd
     import paired_oracle
+    import pandas as pd
     from matching_tables import random_pooled_table
 
     from retrieval_lib.stats.paired import match_tasks

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -455,8 +455,8 @@ class _Groups:
             )
             for col in ("errored", "timed_out")
         }
-        self.text_sets = {
-            col: _group_sets(work, gid, col)
+        self.texts = {
+            col: _Texts(work, gid, order, col)
             for col in ("benchmark", UNKNOWN_REASON_COLUMN, *SOURCE_COLUMNS)
         }
 
@@ -467,26 +467,73 @@ class _Groups:
         return self.valid_order[self.valid_starts[g] : self.valid_starts[g + 1]]
 
 
-def _group_sets(work: pd.DataFrame, gid: np.ndarray, column: str) -> dict[int, set[str]]:
-    """The distinct non-missing values (as text) of ``column`` in each group."""
-    if column not in work.columns:
-        return {}
-    values = work[column]
-    present = values.notna().to_numpy()
-    pairs = pd.DataFrame(
-        {"g": gid[present], "v": values[present].astype(object).map(str).to_numpy()}
-    ).drop_duplicates()
-    out: dict[int, set[str]] = {}
-    for g, v in zip(pairs["g"].tolist(), pairs["v"].tolist(), strict=True):
-        out.setdefault(g, set()).add(v)
-    return out
+class _Texts:
+    """The distinct non-missing values (as text) of one column in each group.
 
+    With at most 62 distinct values in the column (the usual case: benchmarks, sources,
+    reasons) each group holds a bit mask and a union of groups is an OR; otherwise a set.
+    """
 
-def _joined_sets(sets: dict[int, set[str]], gids: Iterable[int]) -> str | None:
-    values: set[str] = set()
-    for g in gids:
-        values |= sets.get(g, set())
-    return "|".join(sorted(values)) if values else None
+    def __init__(self, work: pd.DataFrame, gid: np.ndarray, order: np.ndarray, column: str):
+        self.masks: np.ndarray | None = None
+        self.sets: dict[int, set[str]] = {}
+        self._joined: dict[int, str | None] = {0: None}
+        n_groups = len(order) and int(gid.max()) + 1
+        if column not in work.columns or not n_groups:
+            self.masks = np.zeros(n_groups, dtype=np.int64)
+            self.labels: list[str] = []
+            return
+        values = work[column]
+        present = values.notna().to_numpy()
+        text = np.full(len(values), None, dtype=object)
+        text[present] = values[present].astype(object).map(str).to_numpy()
+        codes, labels = pd.factorize(text, use_na_sentinel=True)
+        self.labels = [str(v) for v in labels]
+        if len(self.labels) <= 62:
+            bits = np.where(codes >= 0, np.left_shift(1, np.maximum(codes, 0)), 0).astype(np.int64)
+            starts = np.flatnonzero(np.r_[True, np.diff(gid[order]) != 0])
+            self.masks = np.bitwise_or.reduceat(bits[order], starts)
+            return
+        for g, v in zip(gid[present].tolist(), text[present].tolist(), strict=True):
+            self.sets.setdefault(g, set()).add(v)
+
+    def values(self, gids: Iterable[int]) -> set[str]:
+        if self.masks is None:
+            out: set[str] = set()
+            for g in gids:
+                out |= self.sets.get(g, set())
+            return out
+        mask = 0
+        for g in gids:
+            mask |= int(self.masks[g])
+        return {label for i, label in enumerate(self.labels) if mask >> i & 1}
+
+    def joined(self, gids: Iterable[int]) -> str | None:
+        """``"a|b"``: the values of these groups, sorted; None when there are none."""
+        if self.masks is None:
+            values = self.values(gids)
+            return "|".join(sorted(values)) if values else None
+        mask = 0
+        for g in gids:
+            mask |= int(self.masks[g])
+        return self._mask_text(mask)
+
+    def _mask_text(self, mask: int) -> str | None:
+        if mask not in self._joined:
+            labels = sorted(label for i, label in enumerate(self.labels) if mask >> i & 1)
+            self._joined[mask] = "|".join(labels)
+        return self._joined[mask]
+
+    def joined_many(self, *gid_arrays: np.ndarray) -> list[str | None]:
+        """:meth:`joined` of each row of groups (one group per array), for many at once."""
+        if self.masks is None:
+            return [self.joined(gs) for gs in zip(*(a.tolist() for a in gid_arrays), strict=True)]
+        mask = np.zeros(len(gid_arrays[0]), dtype=np.int64)
+        for a in gid_arrays:
+            mask |= self.masks[a]
+        unique, inverse = np.unique(mask, return_inverse=True)
+        texts = [self._mask_text(int(m)) for m in unique.tolist()]
+        return [texts[i] for i in inverse.tolist()]
 
 
 def _nan_mean_rows(values: np.ndarray) -> np.ndarray:
@@ -556,7 +603,7 @@ def match_tasks(
     if combine not in ("mean", "latest"):
         raise StatisticsError(f"combine must be 'mean' or 'latest', not {combine!r}")
     require_columns(df, ["config_name", "task_name", "reward"], what="metrics table")
-    present = set(df["config_name"].dropna().astype(str))
+    present = set(df["config_name"].dropna().astype(str).unique().tolist())
     for label, name in (("baseline", baseline), ("treatment", treatment)):
         if name not in present:
             raise StatisticsError(
@@ -605,25 +652,76 @@ def match_tasks(
     n_groups = int(gid.max()) + 1 if len(gid) else 0
     facts = _Groups(work, gid, n_groups)
     first = facts.order[facts.starts[:-1]]
-    group_keys = list(
-        zip(
-            *(
-                work[c].to_numpy(dtype=object)[first].tolist()
-                for c in ("config_name", "_task", "_model", "_harness")
-            ),
-            strict=True,
-        )
+    config_g = work["config_name"].astype(str).to_numpy(dtype=object)[first]
+    task_g, model_g, harness_g = (
+        work[c].to_numpy(dtype=object)[first] for c in ("_task", "_model", "_harness")
     )
-    group_keys = [tuple(str(k) for k in key) for key in group_keys]
+    is_base = config_g == baseline
+    # (task, model) of each group, numbered in sorted order (the order of the output)
+    task_codes, _ = pd.factorize(task_g, sort=True)
+    model_codes, model_uniques = pd.factorize(model_g, sort=True)
+    pair_codes = task_codes.astype(np.int64) * max(len(model_uniques), 1) + model_codes
+    _, key_g = np.unique(pair_codes, return_inverse=True)
+    key_g = key_g.reshape(-1)
+    n_keys = int(key_g.max()) + 1 if len(key_g) else 0
+
+    # The common case, done for all tasks at once: one group on each side, the same known
+    # version, a value to combine on both sides. Every other (task, model) goes through
+    # the rules one by one below; a task is wholly one or the other.
+    n_base = np.bincount(key_g[is_base], minlength=n_keys)
+    n_treat = np.bincount(key_g[~is_base], minlength=n_keys)
+    gb = np.full(n_keys, -1, dtype=np.int64)
+    gt = np.full(n_keys, -1, dtype=np.int64)
+    gb[key_g[is_base]] = np.flatnonzero(is_base)
+    gt[key_g[~is_base]] = np.flatnonzero(~is_base)
+    fast = (n_base == 1) & (n_treat == 1)
+    fast[fast] &= (harness_g[gb[fast]] == harness_g[gt[fast]]) & (
+        harness_g[gb[fast]] != _MISSING_KEY
+    )
+    latest_row = np.full(n_groups, -1, dtype=np.int64)
+    if combine == "mean":
+        fast[fast] &= (facts.n_valid[gb[fast]] > 0) & (facts.n_valid[gt[fast]] > 0)
+    elif "is_latest_trial" not in work.columns:
+        fast[:] = False
+    else:
+        latest_all = work["is_latest_trial"].fillna(False).astype(bool).to_numpy()
+        n_latest = np.bincount(gid, weights=latest_all, minlength=n_groups)
+        flagged_rows = np.flatnonzero(latest_all)
+        latest_row[gid[flagged_rows][::-1]] = flagged_rows[::-1]  # first flagged per group
+        fast[fast] &= (n_latest[gb[fast]] == 1) & (n_latest[gt[fast]] == 1)
+        reward_all = work["reward"].to_numpy(dtype=float)
+        fast[fast] &= np.isfinite(reward_all[latest_row[gb[fast]]]) & np.isfinite(
+            reward_all[latest_row[gt[fast]]]
+        )
+    fast_keys = np.flatnonzero(fast)
 
     # (task, model) -> side -> harness version (or the missing key) -> group id
     by_task: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
     models_of: dict[tuple[str, str], set[str]] = {}  # (task, side) -> models that ran it
-    for g, (config, task, model, harness) in enumerate(group_keys):
-        side = "baseline" if config == baseline else "treatment"
+    slow_tasks = np.unique(task_codes[~fast[key_g]])
+    in_slow = np.flatnonzero(np.isin(task_codes, slow_tasks))
+    for g, base, task, model, harness in zip(
+        in_slow.tolist(),
+        is_base[in_slow].tolist(),
+        task_g[in_slow].tolist(),
+        model_g[in_slow].tolist(),
+        harness_g[in_slow].tolist(),
+        strict=True,
+    ):
+        side = "baseline" if base else "treatment"
+        models_of.setdefault((task, side), set()).add(model)
+        if fast[key_g[g]]:
+            continue
         groups = by_task.setdefault((task, model), {"baseline": {}, "treatment": {}})
         groups[side][harness] = g
-        models_of.setdefault((task, side), set()).add(model)
+    slow_groups = np.flatnonzero(~fast[key_g])
+    key_of_task = dict(
+        zip(
+            zip(task_g[slow_groups].tolist(), model_g[slow_groups].tolist(), strict=True),
+            key_g[slow_groups].tolist(),
+            strict=True,
+        )
+    )
 
     names = {"baseline": baseline, "treatment": treatment}
     size = facts.size
@@ -680,7 +778,7 @@ def match_tasks(
 
     facts_reward = work["reward"].to_numpy(dtype=float)
 
-    key_cols: dict[str, list[object]] = {c: [] for c in MATCH_KEY_COLUMNS}
+    key_cols: dict[str, list[Any]] = {c: [] for c in MATCH_KEY_COLUMNS}
     b_pick: list[int | list[int]] = []  # a row (latest) or the group ids whose mean is taken
     t_pick: list[int | list[int]] = []
     unmatched_columns = [
@@ -713,14 +811,14 @@ def match_tasks(
     def version_note(sides: dict[str, list[int]]) -> str | None:
         parts = []
         for side, gids in sides.items():
-            unknown = [g for g in gids if group_keys[g][3] == _MISSING_KEY]
+            unknown = [g for g in gids if harness_g[g] == _MISSING_KEY]
             if not unknown:
                 continue
             n_unknown = int(sum(size[g] for g in unknown))
             n_rows = int(sum(size[g] for g in gids))
             reasons: set[str] = set()
             for g in unknown:
-                reasons |= facts.text_sets[UNKNOWN_REASON_COLUMN].get(g, set())
+                reasons |= facts.texts[UNKNOWN_REASON_COLUMN].values([g])
             why = "; ".join(sorted(reasons)) or "no version recorded"
             if n_unknown == n_rows:
                 parts.append(f"{side} version unknown ({why})")
@@ -729,6 +827,7 @@ def match_tasks(
         return "; ".join(parts) or None
 
     n_unverified = 0
+    row_key: list[int] = []  # (task, model) number of each key row of the loop
     for (task, model), groups in sorted(by_task.items()):
         if not groups["baseline"] or not groups["treatment"]:
             ran = "baseline" if groups["baseline"] else "treatment"
@@ -783,16 +882,14 @@ def match_tasks(
                 for col in ("errored", "timed_out")
                 for s, gids in sides.items()
             }
-            texts = facts.text_sets
+            texts = facts.texts
             row: dict[str, object] = {
                 "task_name": task,
                 "model": _display_key(model),
                 "harness_version": _display_key(version),
                 "harness_version_unverified": note is not None,
                 "harness_version_note": note,
-                "benchmark": _joined_sets(
-                    texts["benchmark"], [*sides["baseline"], *sides["treatment"]]
-                ),
+                "benchmark": texts["benchmark"].joined([*sides["baseline"], *sides["treatment"]]),
                 "n_trials_baseline": n_valid["baseline"] if combine == "mean" else 1,
                 "n_trials_treatment": n_valid["treatment"] if combine == "mean" else 1,
                 "trials_without_reward_baseline": n_rows["baseline"] - n_valid["baseline"],
@@ -802,19 +899,61 @@ def match_tasks(
                 "timed_out_trials_baseline": flags[("timed_out", "baseline")],
                 "timed_out_trials_treatment": flags[("timed_out", "treatment")],
                 "flagged": bool(any(flags.values())),
-                **{
-                    f"{c}_baseline": _joined_sets(texts[c], sides["baseline"])
-                    for c in SOURCE_COLUMNS
-                },
-                **{
-                    f"{c}_treatment": _joined_sets(texts[c], sides["treatment"])
-                    for c in SOURCE_COLUMNS
-                },
+                **{f"{c}_baseline": texts[c].joined(sides["baseline"]) for c in SOURCE_COLUMNS},
+                **{f"{c}_treatment": texts[c].joined(sides["treatment"]) for c in SOURCE_COLUMNS},
             }
             for col in MATCH_KEY_COLUMNS:
                 key_cols[col].append(row[col])
             b_pick.append(picks["baseline"])
             t_pick.append(picks["treatment"])
+            row_key.append(key_of_task[(task, model)])
+
+    # the common case's rows, column by column, merged in (task, model) order
+    if len(fast_keys):
+        fb, ft = gb[fast_keys], gt[fast_keys]
+        texts = facts.texts
+        fast_cols: dict[str, list[Any]] = {
+            "task_name": task_g[fb].tolist(),
+            "model": [_display_key(str(m)) for m in model_g[fb].tolist()],
+            "harness_version": [str(h) for h in harness_g[fb].tolist()],
+            "harness_version_unverified": [False] * len(fb),
+            "harness_version_note": [None] * len(fb),
+            "benchmark": texts["benchmark"].joined_many(fb, ft),
+        }
+        counts = {}
+        for label, gs in (("baseline", fb), ("treatment", ft)):
+            valid_n = facts.n_valid[gs]
+            counts[label] = valid_n
+            fast_cols[f"n_trials_{label}"] = (
+                valid_n.tolist() if combine == "mean" else [1] * len(gs)
+            )
+        for label, gs in (("baseline", fb), ("treatment", ft)):
+            fast_cols[f"trials_without_reward_{label}"] = (facts.size[gs] - counts[label]).tolist()
+        any_flag = np.zeros(len(fb), dtype=bool)
+        for col in ("errored", "timed_out"):
+            for label, gs in (("baseline", fb), ("treatment", ft)):
+                n_flag = facts.flag_sums[col][gs].astype(np.int64)
+                any_flag |= n_flag != 0
+                fast_cols[f"{col}_trials_{label}"] = n_flag.tolist()
+        fast_cols["flagged"] = any_flag.tolist()
+        for c in SOURCE_COLUMNS:
+            fast_cols[f"{c}_baseline"] = texts[c].joined_many(fb)
+            fast_cols[f"{c}_treatment"] = texts[c].joined_many(ft)
+        order = np.argsort(
+            np.concatenate([fast_keys, np.asarray(row_key, dtype=np.int64)]), kind="stable"
+        )
+        for col in MATCH_KEY_COLUMNS:
+            merged = fast_cols[col] + key_cols[col]
+            key_cols[col] = [merged[i] for i in order.tolist()]
+        if combine == "mean":
+            fast_b: list[int | list[int]] = [[g] for g in fb.tolist()]
+            fast_t: list[int | list[int]] = [[g] for g in ft.tolist()]
+        else:
+            fast_b = latest_row[fb].tolist()
+            fast_t = latest_row[ft].tolist()
+        merged_b, merged_t = fast_b + b_pick, fast_t + t_pick
+        b_pick = [merged_b[i] for i in order.tolist()]
+        t_pick = [merged_t[i] for i in order.tolist()]
 
     values = work[value_columns].to_numpy(dtype=float) if value_columns else None
 
@@ -828,14 +967,30 @@ def match_tasks(
         single = [i for i, p in enumerate(picks) if isinstance(p, int)]
         if single:
             out[single] = values[[picks[i] for i in single]]
-        many = [i for i, p in enumerate(picks) if not isinstance(p, int)]
-        if not many:
+        one = [i for i, p in enumerate(picks) if isinstance(p, list) and len(p) == 1]
+        many = [i for i, p in enumerate(picks) if isinstance(p, list) and len(p) > 1]
+        if not one and not many:
             return pd.DataFrame(out, columns=value_columns)
+        # one group: its valid rows are a slice of the valid rows in group order
+        groups_one = np.asarray([picks[i][0] for i in one], dtype=np.int64)  # type: ignore[index]
+        starts = facts.valid_starts[groups_one].astype(np.int64)
+        lengths_one = facts.n_valid[groups_one].astype(np.int64)
         segments = [merged_rows(picks[i], valid=True) for i in many]  # type: ignore[arg-type]
-        lengths = np.fromiter((len(s) for s in segments), dtype=np.int64, count=len(segments))
-        flat = np.concatenate(segments)
+        lengths = np.concatenate(
+            [
+                lengths_one,
+                np.fromiter((len(s) for s in segments), dtype=np.int64, count=len(segments)),
+            ]
+        )
         offsets = np.concatenate([[0], np.cumsum(lengths)])
-        targets = np.asarray(many, dtype=np.int64)
+        within = np.arange(int(lengths_one.sum())) - np.repeat(offsets[: len(one)], lengths_one)
+        flat = np.concatenate(
+            [
+                facts.valid_order[np.repeat(starts, lengths_one) + within],
+                *segments,
+            ]
+        ).astype(np.int64)
+        targets = np.asarray(one + many, dtype=np.int64)
         for k in np.unique(lengths):
             which = np.flatnonzero(lengths == k)
             index = offsets[which][:, None] + np.arange(k)[None, :]

@@ -7,13 +7,17 @@ import numpy as np
 import pandas as pd
 
 
-def random_pooled_table(n_tasks: int, seed: int = 0, max_trials: int = 12) -> pd.DataFrame:
+def random_pooled_table(
+    n_tasks: int, seed: int = 0, max_trials: int = 12, *, archive: bool = False
+) -> pd.DataFrame:
     """A pooled table of two baselines and two treatments over ``n_tasks`` tasks.
 
     Repeated trials (1..``max_trials`` per side, so numpy's unrolled sums of 8 and more
     are used), several models, known / unknown / blank / differing harness versions with
     reasons, rewards and metric values with NaN, errored and timed-out flags, several
     trials flagged latest with ``started_at`` (ties included), benchmarks and sources.
+    ``archive=True``: an archive's shape instead, each task run by one model (5% by
+    another) at one harness version (10% unknown), one or two trials per config.
     """
     rng = np.random.default_rng(seed)
     rows: dict[str, list[object]] = {
@@ -54,8 +58,13 @@ def random_pooled_table(n_tasks: int, seed: int = 0, max_trials: int = 12) -> pd
                 if rng.random() < 0.3
                 else int(rng.integers(1, 4))
             )
+            if archive:
+                model = ["m1", "m2"][t % 2] if rng.random() > 0.05 else "m3"
+                k = int(rng.integers(1, 3))
             for _i in range(k):
                 version = versions[int(rng.integers(len(versions)))]
+                if archive:
+                    version = "1.0" if rng.random() > 0.1 else None
                 reward = float(rng.random()) if rng.random() > 0.1 else np.nan
                 rows["config_name"].append(config)
                 rows["task_name"].append(task)
@@ -63,7 +72,9 @@ def random_pooled_table(n_tasks: int, seed: int = 0, max_trials: int = 12) -> pd
                 rows["harness_version"].append(version)
                 rows["trial_name"].append(f"{task}__{config}__{int(rng.integers(20)):02d}")
                 rows["reward"].append(reward)
-                rows["is_latest_trial"].append([True, False, None][int(rng.integers(3))])
+                rows["is_latest_trial"].append(
+                    _i == k - 1 if archive else [True, False, None][int(rng.integers(3))]
+                )
                 rows["started_at"].append(
                     f"2026-11-{1 + int(rng.integers(3)):02d}T10:{int(rng.integers(3)):02d}:00Z"
                 )

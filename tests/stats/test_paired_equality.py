@@ -65,6 +65,12 @@ def test_random_pooled_tables_match_exactly(seed):
     assert assert_same_matching(df) > 0
 
 
+def test_archive_shaped_table_matches_exactly():
+    # mostly the vectorised common case: one version, one model, latest flags consistent
+    df = random_pooled_table(300, seed=11, archive=True)
+    assert assert_same_matching(df) > 0
+
+
 def test_random_table_without_started_at_or_trial_names():
     df = random_pooled_table(60, seed=5)
     assert assert_same_matching(df.drop(columns=["started_at"])) > 0
