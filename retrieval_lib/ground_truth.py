@@ -195,9 +195,11 @@ class _TaskFiles:
         self.dirs = list(task_dirs)
         self.warnings = warnings
         self.read_paths: list[Path] = []  # every file read (the cache's fingerprint)
+        self.listed: list[Path] = []  # every folder listed (the cache's fingerprint)
         self.listing: list[set[str]] = []
         for folder in self.dirs:
             try:
+                self.listed.append(folder)
                 names = self._list(folder, "", warnings)
             except OSError as exc:
                 raise GroundTruthError(
@@ -206,6 +208,7 @@ class _TaskFiles:
             for sub in ("tests", "solution"):
                 if sub in names:
                     try:
+                        self.listed.append(folder / sub)
                         names |= self._list(folder / sub, sub + "/", warnings)
                     except OSError as exc:
                         warnings.append(f"{sub}/ cannot be listed ({exc.strerror or exc})")
@@ -721,7 +724,7 @@ def load_ground_truth(task_dirs: Sequence[Path], *, tasks_root: Path | None = No
 
 
 def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTruth, list[Path]]:
-    """The ground truth and the files read to make it."""
+    """The ground truth, and the folders listed and files read to make it."""
     warnings: list[str] = []
     folders = [Path(d) for d in task_dirs]
     result = GroundTruth(task_dirs=[_relative_dir(d, tasks_root) for d in folders])
@@ -765,7 +768,7 @@ def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTru
     if edit_source is not None and edit_source.edit_files:
         result.expected_edit_files = sorted(set(edit_source.edit_files))
     result.warnings = warnings
-    return result, files.read_paths
+    return result, [*files.listed, *dict.fromkeys(files.read_paths)]
 
 
 # --------------------------------------------------------------------------- cache
@@ -794,16 +797,6 @@ def _fingerprint(paths: Sequence[Path]) -> _Fingerprint:
     return tuple(stats)
 
 
-def _watched(folders: Sequence[Path], read: Sequence[Path]) -> list[Path]:
-    """What the fingerprint stats: each folder and the sub-folders listed, and every file
-    read. A file added, removed or renamed changes its folder's times; a file rewritten
-    in place changes its own."""
-    watched: list[Path] = []
-    for folder in folders:
-        watched += [folder, folder / "tests", folder / "solution"]
-    return watched + list(dict.fromkeys(read))
-
-
 def _copy(gt: GroundTruth) -> GroundTruth:
     """A copy whose lists the caller may change without touching the cached one."""
     return replace(
@@ -825,7 +818,9 @@ def load_ground_truth_cached(
     """:func:`load_ground_truth`, read once per task per process while the task is unchanged.
 
     The result is kept with a fingerprint (inode, size, modification and change times)
-    of the task folders, their ``tests/`` and ``solution/`` folders and every file read;
+    of the folders listed (each task folder, its ``tests/`` and ``solution/``) and every
+    file read (a file added, removed or renamed changes its folder's times; a file
+    rewritten in place changes its own);
     a later call re-reads the task only when a fingerprint differs (a file added, removed,
     renamed or rewritten). A task changed within the last two seconds is not kept, so a
     change within the file system's timestamp granularity is never missed. Errors (a
@@ -855,13 +850,12 @@ def load_ground_truth_cached(
             _CACHE.move_to_end(key)
             return _copy(cached)
         del _CACHE[key]
-    watched = _watched(folders, [])
-    before = _fingerprint(watched)
-    gt, read = _load(folders, tasks_root)
-    watched = _watched(folders, read)
+    before = _fingerprint(folders)
+    gt, watched = _load(folders, tasks_root)
     fingerprint = _fingerprint(watched)
     newest = max((max(s[2], s[3]) for s in fingerprint if s is not None), default=0)
-    if fingerprint[: len(before)] == before and time.time_ns() - newest > _RACY_NS:
+    unchanged = _fingerprint(folders) == before  # nothing renamed in or out while reading
+    if unchanged and time.time_ns() - newest > _RACY_NS:
         _CACHE[key] = (watched, fingerprint, _copy(gt))
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
