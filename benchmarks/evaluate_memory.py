@@ -41,8 +41,11 @@ _RSS_WRAPPER = (
 )
 
 
-def _measure(args: list[str], src: str | None) -> tuple[float, float]:
-    """Run ``retrieval-lib ARGS`` (with ``src`` first on PYTHONPATH); CPU s and peak MB."""
+def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float]:
+    """Run ``retrieval-lib ARGS`` (with ``src`` first on PYTHONPATH); CPU s and peak MB.
+
+    Run from ``cwd`` (not the project folder, which ``python -m`` would put first on the
+    path, ahead of ``src``)."""
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = src
@@ -52,6 +55,7 @@ def _measure(args: list[str], src: str | None) -> tuple[float, float]:
         capture_output=True,
         text=True,
         env=env,
+        cwd=cwd,
         check=False,
     )
     after = os.times()
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                     "--quiet",
                 ],
                 None,
+                work,
             )
             results["prepare_seconds"] = time.perf_counter() - t0
         events_run = next(out.iterdir())
@@ -134,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         for label, src in (("reference", args.reference_src), ("this code", None)):
             if label == "reference" and not src:
                 continue
-            cpu_e, rss_e = _measure(["evaluate", str(events_run)], src)
+            cpu_e, rss_e = _measure(["evaluate", str(events_run)], src, work)
             digest = _digest(events_dir)
-            cpu_i, rss_i = _measure(["impact", str(events_run), "--n-boot", "200"], src)
+            cpu_i, rss_i = _measure(["impact", str(events_run), "--n-boot", "200"], src, work)
             rows.append((label, cpu_e, rss_e, cpu_i, rss_i, digest))
         if len(rows) == 2 and rows[0][5] != rows[1][5]:
             raise SystemExit("the reference and this code wrote different summaries or tables")

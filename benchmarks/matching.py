@@ -2,10 +2,12 @@
 against the per-task implementation it replaced and a plain pandas group-by floor.
 
 Workload (``tests/stats/matching_tables.random_pooled_table``, seeded): ``--tasks`` tasks
-run by two baselines and two treatments, 1–12 trials per task and config, several
-models, known / unknown / blank / differing harness versions, rewards and metrics with
-NaN, errored and timed-out flags, several trials flagged latest with ``started_at``.
-One pair (baseline-a vs mcp-x) is matched.
+run by two baselines and two treatments. ``--shape archive`` (default): each task run by
+one model (5% another) at one harness version (10% unknown), one or two trials per
+config, the last flagged latest. ``--shape messy``: 1–12 trials per task and config,
+several models, known / unknown / blank / differing harness versions, several trials
+flagged latest with ``started_at``. Rewards and metrics with NaN, errored and timed-out
+flags in both. One pair (baseline-a vs mcp-x) is matched.
 
 Timed (CPU seconds, ``time.process_time``, inputs built before the clock starts):
 
@@ -47,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", type=int, default=50_000)
     parser.add_argument("--reference-tasks", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument(
+        "--shape",
+        choices=("archive", "messy"),
+        default="archive",
+        help="archive: one model and version per task, one or two trials per config; "
+        "messy: every rule exercised (1-12 trials, mixed versions and models)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "matching.json")
     args = parser.parse_args(argv)
@@ -57,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from retrieval_lib.stats.paired import match_tasks
 
-    table = random_pooled_table(args.tasks, seed=args.seed)
+    table = random_pooled_table(args.tasks, seed=args.seed, archive=args.shape == "archive")
     b, t = "baseline-a", "mcp-x"
     values = ["reward", "passed", "file.recall@10", "file.ap", "read.recall"]
     rows = {}
