@@ -353,8 +353,12 @@ def _summarize(
     metrics: dict[str, Any] = {}
     slices: dict[str, Any] = {}
     taxonomy: dict[str, Any] = {}
+    taxonomy_columns = [f"taxonomy.{label}" for label in TAXONOMY_LABELS]
+    read = [*dict.fromkeys([*SLICE_COLUMNS, *numeric, *taxonomy_columns])]
+    config_names = frame["config_name"]
+    frame = frame[read]  # per config below, a copy of the columns read, not of the table
     for config in configs:
-        group = frame[frame["config_name"] == config]
+        group = frame[config_names == config]
         metrics[config] = _group_stats(group, numeric)
         slices[config] = {}
         for dimension in SLICE_COLUMNS:
@@ -735,6 +739,7 @@ class _RunTable:
         self.ks: set[tuple[int, ...]] = set()
         self.numeric: dict[str, list[np.ndarray]] = {}
         self.values: dict[str, list[Any]] = {}
+        self._seen: dict[str, dict[str, str]] = {}
         self.metrics_paths: list[Path] = []
         self.failures: list[tuple[Path, str]] = []
 
@@ -761,14 +766,26 @@ class _RunTable:
         ks = normalize_k(next(iter(self.ks)))
         names = ranking_metric_names(ks)
         rows = [_record_row(r, names) for r in records]
-        numeric = [*metric_columns(ks), *_FLOAT_OUTCOMES]
-        part = pd.DataFrame.from_records(rows, columns=numeric)
-        for column in numeric:
+        nan = float("nan")
+        for column in metric_columns(ks):  # floats (``_number``) or absent: NaN
+            self.numeric.setdefault(column, []).append(
+                np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
+            )
+        part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
+        for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
             values = pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
             self.numeric.setdefault(column, []).append(values)
         for column in _table_columns(ks):
-            if column not in numeric:
-                self.values.setdefault(column, []).extend(row.get(column, np.nan) for row in rows)
+            if column in self.numeric:
+                continue
+            # repeated texts (run, config, model, ...) kept once, not once per document
+            seen = self._seen.setdefault(column, {})
+            kept = self.values.setdefault(column, [])
+            for row in rows:
+                value = row.get(column, nan)
+                if isinstance(value, str):
+                    value = seen.setdefault(value, value)
+                kept.append(value)
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
         if not self.facts:
@@ -794,10 +811,12 @@ class _RunTable:
         text_frame = pd.DataFrame.from_records(
             list(zip(*(self.values[c] for c in texts), strict=True)), columns=texts
         )
+        self.values.clear()
+        self._seen.clear()
         data: dict[str, Any] = {}
         for column in columns:
             if column in self.numeric:
-                data[column] = np.concatenate(self.numeric[column])
+                data[column] = np.concatenate(self.numeric.pop(column))
             else:
                 data[column] = text_frame[column]
         frame = pd.DataFrame(data, columns=columns)
