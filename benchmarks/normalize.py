@@ -15,6 +15,9 @@ Usage::
     .venv/bin/python benchmarks/normalize.py                       # default: ~1000 trials, ~0.5 MB traces
     .venv/bin/python benchmarks/normalize.py --tasks 20 --trace-mb 5   # several-MB transcripts
     .venv/bin/python benchmarks/normalize.py --tasks 50 --quick
+    .venv/bin/python benchmarks/normalize.py --tasks 300 --trace-mb 0 --quick --uncached
+        # natural-size traces (~68 KB, no padding): per-trial cost against read + orjson,
+        # and the same normalisation with ground truth re-read for every trial (issue 20)
 
 Results are printed as a table and written to ``benchmarks/out/normalize.json``.
 """
@@ -89,7 +92,19 @@ def main(argv: list[str] | None = None) -> int:
         "--tasks", type=int, default=500, help="synthetic tasks (about 2 trials each)"
     )
     parser.add_argument(
-        "--trace-mb", type=float, default=0.5, help="target size of each trace in MB"
+        "--trace-mb",
+        type=float,
+        default=0.5,
+        help="target size of each trace in MB (0: natural size, ~68 KB, no padding)",
+    )
+    parser.add_argument(
+        "--uncached",
+        action="store_true",
+        help="also time normalisation with the ground truth re-read for every trial "
+        "(load_ground_truth instead of load_ground_truth_cached: the code before issue 20)",
+    )
+    parser.add_argument(
+        "--profile", type=int, default=0, help="print the N costliest functions (cProfile)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", help="keep generated data here instead of a temp folder")
@@ -108,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             data,
             n_tasks=args.tasks,
             seed=args.seed,
-            transcript_target_bytes=int(args.trace_mb * 1e6),
+            transcript_target_bytes=int(args.trace_mb * 1e6) or None,
             scale="bench",
         )
         results["generate_seconds"] = time.perf_counter() - t0
@@ -136,6 +151,34 @@ def main(argv: list[str] | None = None) -> int:
         results["events"] = report.events
         results["failed"] = report.failed
         shutil.rmtree(out1)
+        # again, warm (the ground truth of every task is cached now): the steady state
+        cpu0 = time.process_time()
+        normalize_paths([runs], tasks, out=out1, workers=1)
+        results["inprocess_warm_cpu_seconds"] = time.process_time() - cpu0
+        shutil.rmtree(out1)
+        if args.uncached:
+            import retrieval_lib.normalize as normalize_module
+            from retrieval_lib.ground_truth import load_ground_truth
+
+            cached = normalize_module.load_ground_truth_cached
+            normalize_module.load_ground_truth_cached = load_ground_truth  # type: ignore[assignment]
+            try:
+                cpu0 = time.process_time()
+                normalize_paths([runs], tasks, out=out1, workers=1)
+                results["inprocess_uncached_cpu_seconds"] = time.process_time() - cpu0
+            finally:
+                normalize_module.load_ground_truth_cached = cached
+            shutil.rmtree(out1)
+        if args.profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+            normalize_paths([runs], tasks, out=out1, workers=1)
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
+            shutil.rmtree(out1)
 
         # Whole command, start-up included, with its peak memory.
         seconds, rss, stdout = _child_rss_mb(
@@ -163,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 half,
                 n_tasks=max(1, args.tasks // 2),
                 seed=args.seed,
-                transcript_target_bytes=int(args.trace_mb * 1e6),
+                transcript_target_bytes=int(args.trace_mb * 1e6) or None,
                 scale="bench",
             )
             _, rss_half, _ = _child_rss_mb(
@@ -230,6 +273,18 @@ def main(argv: list[str] | None = None) -> int:
         ),  # type: ignore[arg-type]
         ("peak RSS, all trials", f"{float(results['command_peak_rss_mb']):.0f} MB"),  # type: ignore[arg-type]
     ]
+    n_trials = int(results["trials"])  # type: ignore[arg-type]
+    floor_ms = float(results["reference_orjson_seconds"]) / n_trials * 1e3  # type: ignore[arg-type]
+    for label, key in (
+        ("per trial, first pass (CPU)", "inprocess_cpu_seconds"),
+        ("per trial, warm (CPU)", "inprocess_warm_cpu_seconds"),
+        ("per trial, ground truth re-read (CPU)", "inprocess_uncached_cpu_seconds"),
+    ):
+        if key in results:
+            ms = float(results[key]) / n_trials * 1e3  # type: ignore[arg-type]
+            results[key.replace("seconds", "ms_per_trial")] = ms
+            rows.append((label, f"{ms:.3f} ms = {ms / floor_ms:.2f}x read + orjson"))
+    rows.append(("floor: read + orjson per trial (CPU)", f"{floor_ms:.3f} ms"))
     if "command_peak_rss_mb_half_trials" in results:
         rows.append(
             (

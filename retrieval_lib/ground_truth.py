@@ -61,8 +61,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase as fnmatch
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,7 @@ __all__ = [
     "GroundTruth",
     "extract_paths_from_text",
     "load_ground_truth",
+    "load_ground_truth_cached",
     "parse_unified_diff",
 ]
 
@@ -191,9 +194,12 @@ class _TaskFiles:
     def __init__(self, task_dirs: Sequence[Path], warnings: list[str]) -> None:
         self.dirs = list(task_dirs)
         self.warnings = warnings
+        self.read_paths: list[Path] = []  # every file read (the cache's fingerprint)
+        self.listed: list[Path] = []  # every folder listed (the cache's fingerprint)
         self.listing: list[set[str]] = []
         for folder in self.dirs:
             try:
+                self.listed.append(folder)
                 names = self._list(folder, "", warnings)
             except OSError as exc:
                 raise GroundTruthError(
@@ -202,6 +208,7 @@ class _TaskFiles:
             for sub in ("tests", "solution"):
                 if sub in names:
                     try:
+                        self.listed.append(folder / sub)
                         names |= self._list(folder / sub, sub + "/", warnings)
                     except OSError as exc:
                         warnings.append(f"{sub}/ cannot be listed ({exc.strerror or exc})")
@@ -242,7 +249,7 @@ class _TaskFiles:
         ]
         if len(found) > 1:
             try:
-                differ = len({read_regular_bytes(path) for _, path in found}) > 1
+                differ = len({self._read(path) for _, path in found}) > 1
             except OSError:
                 differ = True
             if differ:
@@ -252,6 +259,10 @@ class _TaskFiles:
                     f"using the one in {found[0][0].parent.name}/{found[0][0].name}"
                 )
         return found[0][1] if found else None
+
+    def _read(self, path: Path) -> bytes:
+        self.read_paths.append(path)
+        return read_regular_bytes(path)
 
     def glob(self, pattern: str) -> list[str]:
         """Relative names matching ``pattern`` in any folder, sorted, without duplicates."""
@@ -271,7 +282,7 @@ class _TaskFiles:
             if lies_outside(path, folder):
                 self.warnings.append(f"{relative} is a symlink out of the task folder; not read")
                 return None
-            data = read_regular_bytes(path)
+            data = self._read(path)
         except (OSError, RuntimeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             self.warnings.append(f"{relative} cannot be read ({reason}); skipped")
@@ -709,11 +720,16 @@ def load_ground_truth(task_dirs: Sequence[Path], *, tasks_root: Path | None = No
     >>> gt.files, gt.source, gt.confidence
     (['src/a.py'], 'tests/ground_truth.json', 'high')
     """
+    return _load(task_dirs, tasks_root)[0]
+
+
+def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTruth, list[Path]]:
+    """The ground truth, and the folders listed and files read to make it."""
     warnings: list[str] = []
     folders = [Path(d) for d in task_dirs]
     result = GroundTruth(task_dirs=[_relative_dir(d, tasks_root) for d in folders])
     if not folders:
-        return result
+        return result, []
     files = _TaskFiles(folders, warnings)
 
     winner: _Candidate | None = None
@@ -752,4 +768,95 @@ def load_ground_truth(task_dirs: Sequence[Path], *, tasks_root: Path | None = No
     if edit_source is not None and edit_source.edit_files:
         result.expected_edit_files = sorted(set(edit_source.edit_files))
     result.warnings = warnings
-    return result
+    return result, [*files.listed, *dict.fromkeys(files.read_paths)]
+
+
+# --------------------------------------------------------------------------- cache
+
+#: Tasks whose ground truth one process keeps (least recently used dropped first).
+CACHE_SIZE = 4096
+#: A file changed less than this long ago may change again within the file system's
+#: timestamp granularity unnoticed, so such a task is not cached ("racily clean" in git).
+_RACY_NS = 2_000_000_000
+_Fingerprint = tuple[tuple[int, int, int, int] | None, ...]
+_CACHE: OrderedDict[
+    tuple[tuple[str, ...], str | None], tuple[list[Path], _Fingerprint, GroundTruth]
+]
+_CACHE = OrderedDict()
+
+
+def _fingerprint(paths: Sequence[Path]) -> _Fingerprint:
+    stats: list[tuple[int, int, int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            stats.append(None)
+            continue
+        stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stats)
+
+
+def _copy(gt: GroundTruth) -> GroundTruth:
+    """A copy whose lists the caller may change without touching the cached one."""
+    return replace(
+        gt,
+        files=list(gt.files),
+        symbols=list(gt.symbols),
+        expected_edit_files=None
+        if gt.expected_edit_files is None
+        else list(gt.expected_edit_files),
+        chunks=None if gt.chunks is None else list(gt.chunks),
+        task_dirs=list(gt.task_dirs),
+        warnings=list(gt.warnings),
+    )
+
+
+def load_ground_truth_cached(
+    task_dirs: Sequence[Path], *, tasks_root: Path | None = None
+) -> GroundTruth:
+    """:func:`load_ground_truth`, read once per task per process while the task is unchanged.
+
+    The result is kept with a fingerprint (inode, size, modification and change times)
+    of the folders listed (each task folder, its ``tests/`` and ``solution/``) and every
+    file read (a file added, removed or renamed changes its folder's times; a file
+    rewritten in place changes its own);
+    a later call re-reads the task only when a fingerprint differs (a file added, removed,
+    renamed or rewritten). A task changed within the last two seconds is not kept, so a
+    change within the file system's timestamp granularity is never missed. Errors (a
+    folder that cannot be listed) are raised every time, never cached.
+
+    Examples
+    --------
+    >>> import os, tempfile, pathlib
+    >>> task = pathlib.Path(tempfile.mkdtemp()) / "t"
+    >>> (task / "tests").mkdir(parents=True)
+    >>> gt_file = task / "tests" / "ground_truth.json"
+    >>> _ = gt_file.write_text('["a.py"]')
+    >>> for p in (gt_file, task / "tests", task):
+    ...     os.utime(p, ns=(0, 0))  # long ago: cacheable
+    >>> load_ground_truth_cached([task]).files
+    ['a.py']
+    >>> _ = gt_file.write_text('["b.py"]')
+    >>> load_ground_truth_cached([task]).files
+    ['b.py']
+    """
+    folders = [Path(d) for d in task_dirs]
+    key = (tuple(str(f) for f in folders), None if tasks_root is None else str(tasks_root))
+    hit = _CACHE.get(key)
+    if hit is not None:
+        watched, fingerprint, cached = hit
+        if _fingerprint(watched) == fingerprint:
+            _CACHE.move_to_end(key)
+            return _copy(cached)
+        del _CACHE[key]
+    before = _fingerprint(folders)
+    gt, watched = _load(folders, tasks_root)
+    fingerprint = _fingerprint(watched)
+    newest = max((max(s[2], s[3]) for s in fingerprint if s is not None), default=0)
+    unchanged = _fingerprint(folders) == before  # nothing renamed in or out while reading
+    if unchanged and time.time_ns() - newest > _RACY_NS:
+        _CACHE[key] = (watched, fingerprint, _copy(gt))
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return gt

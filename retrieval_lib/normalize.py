@@ -46,7 +46,7 @@ from retrieval_lib.events.document import (
     document_path,
     write_document,
 )
-from retrieval_lib.ground_truth import GroundTruth, load_ground_truth
+from retrieval_lib.ground_truth import GroundTruth, load_ground_truth_cached
 from retrieval_lib.harness import (
     TRAJECTORY_SOURCE,
     resolve_harness_version,
@@ -479,7 +479,7 @@ def _normalize_one(
     index = task_index or _task_index(tasks_root)
     try:
         task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-        ground_truth = load_ground_truth(task_dirs, tasks_root=index.root if index else None)
+        ground_truth = load_ground_truth_cached(task_dirs, tasks_root=index.root if index else None)
         doc, trace_bytes = build_document(
             trial,
             result,
@@ -890,7 +890,7 @@ def normalize_trial(
     result = read_trial_result(trial.trial_dir)
     index = TaskIndex(Path(tasks_root)) if tasks_root is not None else None
     task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-    ground_truth = load_ground_truth(task_dirs, tasks_root=index.root if index else None)
+    ground_truth = load_ground_truth_cached(task_dirs, tasks_root=index.root if index else None)
     doc, _ = build_document(trial, result, ground_truth, benchmark)
     return doc
 

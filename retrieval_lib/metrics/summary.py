@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -303,30 +303,62 @@ def summarize_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     (1, {'no_trace;no_ground_truth': 1})
     """
     ks = _common_k(records)
-    frame = metrics_table(records)
+    return _summarize(metrics_table(records), [_count_facts(r) for r in records], ks)
+
+
+class _Facts(NamedTuple):
+    """What the summary's counts read of one record (a few fields, not the record)."""
+
+    config_name: Any
+    task_name: Any
+    run_id: Any
+    computable: bool
+    code: Any
+    chunk_capable: bool
+
+
+def _count_facts(r: Mapping[str, Any]) -> _Facts:
+    prov = r["provenance"]
+    return _Facts(
+        prov["config_name"],
+        prov["task_name"],
+        prov["run_id"],
+        bool(r["computable"]),
+        None if r["computable"] else r["non_computable_code"],
+        bool(r["coverage"].get("has_chunk_ground_truth") and r["chunk_level"].get("n_chunks")),
+    )
+
+
+def _summarize(
+    frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
+) -> dict[str, Any]:
+    """The summary from the run's metrics table and each record's :class:`_Facts`."""
     numeric = metric_columns(ks, include_taxonomy=False)
 
-    def counts_of(subset: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        skipped = Counter(r["non_computable_code"] for r in subset if not r["computable"])
+    def counts_of(subset: Sequence[_Facts]) -> dict[str, Any]:
+        skipped = Counter(r.code for r in subset if not r.computable)
         return {
             "documents": len(subset),
-            "computable": sum(1 for r in subset if r["computable"]),
-            "chunk_capable": sum(
-                1
-                for r in subset
-                if r["coverage"].get("has_chunk_ground_truth") and r["chunk_level"].get("n_chunks")
-            ),
-            "tasks": len({r["provenance"]["task_name"] for r in subset}),
+            "computable": sum(1 for r in subset if r.computable),
+            "chunk_capable": sum(1 for r in subset if r.chunk_capable),
+            "tasks": len({r.task_name for r in subset}),
             "skipped": {"total": sum(skipped.values()), "by_reason": dict(sorted(skipped.items()))},
         }
 
-    configs = sorted({str(r["provenance"]["config_name"]) for r in records})
-    by_config = {c: [r for r in records if r["provenance"]["config_name"] == c] for c in configs}
+    configs = sorted({str(r.config_name) for r in records})
+    by_config: dict[str, list[_Facts]] = {c: [] for c in configs}
+    for r in records:
+        if r.config_name in by_config:
+            by_config[r.config_name].append(r)
     metrics: dict[str, Any] = {}
     slices: dict[str, Any] = {}
     taxonomy: dict[str, Any] = {}
+    taxonomy_columns = [f"taxonomy.{label}" for label in TAXONOMY_LABELS]
+    read = [*dict.fromkeys([*SLICE_COLUMNS, *numeric, *taxonomy_columns])]
+    config_names = frame["config_name"]
+    frame = frame[read]  # per config below, a copy of the columns read, not of the table
     for config in configs:
-        group = frame[frame["config_name"] == config]
+        group = frame[config_names == config]
         metrics[config] = _group_stats(group, numeric)
         slices[config] = {}
         for dimension in SLICE_COLUMNS:
@@ -344,7 +376,7 @@ def summarize_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "generator": {"name": "retrieval_lib", "version": __version__},
-        "runs": sorted({str(r["provenance"]["run_id"]) for r in records}),
+        "runs": sorted({str(r.run_id) for r in records}),
         "k_values": list(ks),
         "statistics": {
             "std": "sample standard deviation (ddof=1); null when n < 2",
@@ -386,7 +418,10 @@ class EvaluateResult:
     """What :func:`evaluate_run` computed and wrote for one events folder."""
 
     events_dir: Path
-    records: list[dict[str, Any]]
+    #: Number of documents evaluated (invalid ones excluded).
+    documents: int
+    #: Number of documents with computable file-level metrics.
+    computable: int
     metrics_paths: list[Path]
     summary_path: Path
     table_path: Path
@@ -394,19 +429,9 @@ class EvaluateResult:
     failures: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
-    def documents(self) -> int:
-        """Number of documents evaluated (invalid ones excluded)."""
-        return len(self.records)
-
-    @property
     def metrics_files(self) -> int:
         """Number of metrics files written beside the documents."""
         return len(self.metrics_paths)
-
-    @property
-    def computable(self) -> int:
-        """Number of documents with computable file-level metrics."""
-        return sum(1 for r in self.records if r["computable"])
 
 
 def _events_dir(path: Path) -> Path:
@@ -642,8 +667,12 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
         raise InputError(
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
-    outcomes = _evaluate_document_files(doc_paths, ks)
-    return write_run_outputs(events_dir, doc_paths, outcomes, started=started)
+    # a batch at a time: documents and records of one batch in memory, never the run's
+    table = _RunTable()
+    for start in range(0, len(doc_paths), EVALUATE_BATCH):
+        batch = doc_paths[start : start + EVALUATE_BATCH]
+        table.add(batch, evaluate_document_files(batch, ks))
+    return table.write(events_dir, len(doc_paths), started=started)
 
 
 def read_left_out(events_dir: Path) -> list[dict[str, str]]:
@@ -687,21 +716,137 @@ def write_run_outputs(
     or ``None`` and the reason it could not be loaded; the metrics files are already
     written. ``started`` is the :func:`time.perf_counter` value the evaluation began at.
     """
-    records: list[dict[str, Any]] = []
-    metrics_paths: list[Path] = []
-    failures: list[tuple[Path, str]] = []
-    for doc_path, (record, error) in zip(doc_paths, outcomes, strict=True):
-        if record is None:
-            failures.append((doc_path, str(error)))
-        else:
-            records.append(record)
-            metrics_paths.append(doc_path.with_name(metrics_filename(doc_path.name)))
-    if not records:
-        raise InputError(
-            f"none of the {len(doc_paths)} documents under {events_dir} could be loaded; "
-            f"first error: {failures[0][1]}"
+    table = _RunTable()
+    for start in range(0, len(doc_paths), EVALUATE_BATCH):
+        table.add(
+            doc_paths[start : start + EVALUATE_BATCH], outcomes[start : start + EVALUATE_BATCH]
         )
-    summary = summarize_run(records)
+    return table.write(events_dir, len(doc_paths), started=started)
+
+
+class _RunTable:
+    """A run's metrics table and summary counts, built a batch of records at a time.
+
+    Holds per document only its table row (numbers as float64 arrays, the few text
+    columns as values) and a few counting fields, never the records; the table and the
+    summary written are the ones :func:`metrics_table` and :func:`summarize_run` give
+    from all records at once (the text columns' types are inferred over the whole run,
+    as from records).
+    """
+
+    def __init__(self) -> None:
+        self.facts: list[_Facts] = []
+        self.ks: set[tuple[int, ...]] = set()
+        self.numeric: dict[str, list[np.ndarray]] = {}
+        self.values: dict[str, list[Any]] = {}
+        self._seen: dict[str, dict[str, str]] = {}
+        self.metrics_paths: list[Path] = []
+        self.failures: list[tuple[Path, str]] = []
+
+    def add(
+        self,
+        doc_paths: Sequence[Path],
+        outcomes: Sequence[tuple[dict[str, Any] | None, str | None]],
+    ) -> None:
+        records = []
+        for doc_path, (record, error) in zip(doc_paths, outcomes, strict=True):
+            if record is None:
+                self.failures.append((doc_path, str(error)))
+            else:
+                records.append(record)
+                self.metrics_paths.append(doc_path.with_name(metrics_filename(doc_path.name)))
+        if not records:
+            return
+        import pandas as pd
+
+        self.facts.extend(_count_facts(r) for r in records)
+        self.ks |= {tuple(r["k_values"]) for r in records}
+        if len(self.ks) > 1:
+            return  # refused when written (as summarize_run refuses)
+        ks = normalize_k(next(iter(self.ks)))
+        names = ranking_metric_names(ks)
+        rows = [_record_row(r, names) for r in records]
+        nan = float("nan")
+        for column in metric_columns(ks):  # floats (``_number``) or absent: NaN
+            self.numeric.setdefault(column, []).append(
+                np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
+            )
+        part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
+        for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
+            values = pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
+            self.numeric.setdefault(column, []).append(values)
+        for column in _table_columns(ks):
+            if column in self.numeric:
+                continue
+            # repeated texts (run, config, model, ...) kept once, not once per document
+            seen = self._seen.setdefault(column, {})
+            kept = self.values.setdefault(column, [])
+            for row in rows:
+                value = row.get(column, nan)
+                if isinstance(value, str):
+                    value = seen.setdefault(value, value)
+                kept.append(value)
+
+    def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
+        if not self.facts:
+            raise InputError(
+                f"none of the {n_documents} documents under {events_dir} could be loaded; "
+                f"first error: {self.failures[0][1]}"
+            )
+        if len(self.ks) > 1:
+            raise MetricError(f"records were computed with different cut-offs: {sorted(self.ks)}")
+        ks = normalize_k(next(iter(self.ks)))
+        frame = self._frame(ks)
+        summary = _summarize(frame, self.facts, ks)
+        return _write_outputs(
+            events_dir, summary, frame, self.metrics_paths, self.failures, ks, n_documents, started
+        )
+
+    def _frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
+        import pandas as pd
+
+        columns = _table_columns(ks)
+        texts = [c for c in columns if c in self.values]
+        # the text columns' types inferred over the whole run, as metrics_table does
+        text_frame = pd.DataFrame.from_records(
+            list(zip(*(self.values[c] for c in texts), strict=True)), columns=texts
+        )
+        self.values.clear()
+        self._seen.clear()
+        data: dict[str, Any] = {}
+        for column in columns:
+            if column in self.numeric:
+                data[column] = np.concatenate(self.numeric.pop(column))
+            else:
+                data[column] = text_frame[column]
+        frame = pd.DataFrame(data, columns=columns)
+        for column in _BOOLEAN_COLUMNS:
+            frame[column] = frame[column].astype("boolean")
+        return frame
+
+
+#: Documents evaluated at a time by :func:`evaluate_run`: memory is bounded by a batch
+#: (documents, their records) and the run's table, not by the run's documents.
+EVALUATE_BATCH = 128
+
+#: Outcome columns of the table that are float64 (converted like the metric columns).
+_FLOAT_OUTCOMES = ("reward", "agent_execution_seconds", "total_tokens", "cost_usd")
+
+
+def _table_columns(ks: tuple[int, ...]) -> list[str]:
+    return [*IDENTITY_COLUMNS, *metric_columns(ks), *OUTCOME_COLUMNS, "source_document"]
+
+
+def _write_outputs(
+    events_dir: Path,
+    summary: dict[str, Any],
+    frame: pd.DataFrame,
+    metrics_paths: list[Path],
+    failures: list[tuple[Path, str]],
+    ks: tuple[int, ...],
+    n_documents: int,
+    started: float | None,
+) -> EvaluateResult:
     summary["counts"]["invalid_documents"] = [
         {
             "document": p.relative_to(events_dir).as_posix(),
@@ -715,17 +860,13 @@ def write_run_outputs(
     summary_path = atomic_write_text(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
-    table_path, dataset = _write_table(metrics_table(records), events_dir)
+    table_path, dataset = _write_table(frame, events_dir)
     # last: the completion record names every file this evaluation wrote
-    finish_evaluate(
-        events_dir,
-        metrics_paths,
-        [summary_path, table_path, *dataset],
-        k=_common_k(records),
-    )
+    finish_evaluate(events_dir, metrics_paths, [summary_path, table_path, *dataset], k=ks)
     return EvaluateResult(
         events_dir=events_dir,
-        records=records,
+        documents=n_documents - len(failures),
+        computable=int(summary["counts"]["computable"]),
         metrics_paths=metrics_paths,
         summary_path=summary_path,
         table_path=table_path,

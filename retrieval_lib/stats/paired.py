@@ -45,9 +45,9 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -291,31 +291,6 @@ def _display_key(value: str) -> str | None:
     return None if value == _MISSING_KEY else value
 
 
-def _flag_counts(rows: pd.DataFrame, column: str) -> int:
-    if column not in rows.columns:
-        return 0
-    return int(np.nansum(as_float(rows[column]).to_numpy()))
-
-
-def _joined(rows: pd.DataFrame, column: str) -> str | None:
-    if column not in rows.columns:
-        return None
-    values = sorted({str(v) for v in rows[column].dropna().tolist()})
-    return "|".join(values) if values else None
-
-
-@dataclass
-class _Side:
-    """Trials of one (task, model, version) in one config."""
-
-    rows: pd.DataFrame
-    valid: pd.DataFrame
-
-    @property
-    def n_trials(self) -> int:
-        return len(self.rows)
-
-
 def _latest_by_start(latest: pd.DataFrame) -> pd.DataFrame:
     """The one trial with the latest ``started_at`` among several flagged latest.
 
@@ -343,23 +318,6 @@ def _latest_by_start(latest: pd.DataFrame) -> pd.DataFrame:
     return order.sort_values(keys, kind="mergesort").iloc[[-1]].drop(columns="_started")
 
 
-def _combine(side: _Side, value_columns: Sequence[str], combine: str) -> pd.Series | str:
-    """Combined values of one side, or the reason it cannot be combined."""
-    if combine == "latest":
-        if "is_latest_trial" not in side.rows.columns:
-            return "no is_latest_trial column to pick the latest trial"
-        latest = side.rows[side.rows["is_latest_trial"].fillna(False).astype(bool)]
-        if latest.empty:
-            return "no trial is flagged as the latest"
-        chosen = latest.iloc[[0]] if len(latest) == 1 else _latest_by_start(latest)
-        if not np.isfinite(chosen["reward"].to_numpy(dtype=float)).all():
-            return "the latest trial has no valid reward"
-        return chosen[list(value_columns)].iloc[0]
-    if side.valid.empty:
-        return f"no trial with a valid reward ({side.n_trials} trial(s))"
-    return side.valid[list(value_columns)].mean(axis=0, skipna=True)
-
-
 class _VersionPlan(NamedTuple):
     """How the harness-version groups of one (task, model) are paired.
 
@@ -376,7 +334,7 @@ def _versions_text(versions: Iterable[str]) -> str:
 
 
 def _plan_versions(
-    baseline: dict[str, _Side], treatment: dict[str, _Side], names: dict[str, str]
+    baseline: Mapping[str, object], treatment: Mapping[str, object], names: dict[str, str]
 ) -> _VersionPlan:
     """Pair the harness-version groups of one task and model (both sides have trials).
 
@@ -465,37 +423,133 @@ def _plan_versions(
     return _VersionPlan(pairs, left_out)
 
 
-def _merge_sides(entries: Sequence[_Side]) -> _Side:
-    if len(entries) == 1:
-        return entries[0]
-    rows = pd.concat([e.rows for e in entries])
-    valid = pd.concat([e.valid for e in entries])
-    if "trial_name" in rows.columns:
-        rows = rows.sort_values("trial_name", kind="mergesort", na_position="last")
-        valid = valid.sort_values("trial_name", kind="mergesort", na_position="last")
-    return _Side(rows=rows, valid=valid)
+class _Groups:
+    """Per-group facts of the pooled table, computed by one group-by (no per-task frame).
 
+    A group is one (config, task, model, harness version); ``rows[g]`` are its row
+    positions in table order, ``valid[g]`` those with a finite reward.
+    """
 
-def _version_note(entries: dict[str, _Side]) -> str | None:
-    """Why a pair's harness version is unverified, or None when both sides know it."""
-    parts = []
-    for side, entry in entries.items():
-        unknown = entry.rows[entry.rows["_harness"] == _MISSING_KEY]
-        if unknown.empty:
-            continue
-        reasons = (
-            unknown[UNKNOWN_REASON_COLUMN].dropna().astype(str)
-            if UNKNOWN_REASON_COLUMN in unknown.columns
-            else pd.Series(dtype=str)
-        )
-        why = "; ".join(sorted(set(reasons))) or "no version recorded"
-        if len(unknown) == len(entry.rows):
-            parts.append(f"{side} version unknown ({why})")
-        else:
-            parts.append(
-                f"{side}: {len(unknown)} of {len(entry.rows)} trials of unknown version ({why})"
+    def __init__(self, work: pd.DataFrame, gid: np.ndarray, n_groups: int) -> None:
+        order = np.argsort(gid, kind="stable")
+        self.size = np.bincount(gid, minlength=n_groups)
+        starts = np.concatenate([[0], np.cumsum(self.size)])
+        self.order = order
+        self.starts = starts
+        reward = work["reward"].to_numpy(dtype=float)
+        finite = np.isfinite(reward)
+        self.finite = finite
+        self.n_valid = np.bincount(gid, weights=finite, minlength=n_groups).astype(np.int64)
+        valid_order = order[finite[order]]
+        self.valid_order = valid_order
+        self.valid_starts = np.concatenate([[0], np.cumsum(self.n_valid)])
+        self.flag_sums = {
+            col: (
+                np.bincount(
+                    gid,
+                    weights=np.nan_to_num(as_float(work[col]).to_numpy(), nan=0.0),
+                    minlength=n_groups,
+                )
+                if col in work.columns
+                else np.zeros(n_groups)
             )
-    return "; ".join(parts) or None
+            for col in ("errored", "timed_out")
+        }
+        self.texts = {
+            col: _Texts(work, gid, order, col)
+            for col in ("benchmark", UNKNOWN_REASON_COLUMN, *SOURCE_COLUMNS)
+        }
+
+    def rows(self, g: int) -> np.ndarray:
+        return self.order[self.starts[g] : self.starts[g + 1]]
+
+    def valid_rows(self, g: int) -> np.ndarray:
+        return self.valid_order[self.valid_starts[g] : self.valid_starts[g + 1]]
+
+
+class _Texts:
+    """The distinct non-missing values (as text) of one column in each group.
+
+    With at most 62 distinct values in the column (the usual case: benchmarks, sources,
+    reasons) each group holds a bit mask and a union of groups is an OR; otherwise a set.
+    """
+
+    def __init__(self, work: pd.DataFrame, gid: np.ndarray, order: np.ndarray, column: str):
+        self.masks: np.ndarray | None = None
+        self.sets: dict[int, set[str]] = {}
+        self._joined: dict[int, str | None] = {0: None}
+        n_groups = len(order) and int(gid.max()) + 1
+        if column not in work.columns or not n_groups:
+            self.masks = np.zeros(n_groups, dtype=np.int64)
+            self.labels: list[str] = []
+            return
+        values = work[column]
+        present = values.notna().to_numpy()
+        text = np.full(len(values), None, dtype=object)
+        text[present] = values[present].astype(object).map(str).to_numpy()
+        codes, labels = pd.factorize(text, use_na_sentinel=True)
+        self.labels = [str(v) for v in labels]
+        if len(self.labels) <= 62:
+            bits = np.where(codes >= 0, np.left_shift(1, np.maximum(codes, 0)), 0).astype(np.int64)
+            starts = np.flatnonzero(np.r_[True, np.diff(gid[order]) != 0])
+            self.masks = np.bitwise_or.reduceat(bits[order], starts)
+            return
+        for g, v in zip(gid[present].tolist(), text[present].tolist(), strict=True):
+            self.sets.setdefault(g, set()).add(v)
+
+    def values(self, gids: Iterable[int]) -> set[str]:
+        if self.masks is None:
+            out: set[str] = set()
+            for g in gids:
+                out |= self.sets.get(g, set())
+            return out
+        mask = 0
+        for g in gids:
+            mask |= int(self.masks[g])
+        return {label for i, label in enumerate(self.labels) if mask >> i & 1}
+
+    def joined(self, gids: Iterable[int]) -> str | None:
+        """``"a|b"``: the values of these groups, sorted; None when there are none."""
+        if self.masks is None:
+            values = self.values(gids)
+            return "|".join(sorted(values)) if values else None
+        mask = 0
+        for g in gids:
+            mask |= int(self.masks[g])
+        return self._mask_text(mask)
+
+    def _mask_text(self, mask: int) -> str | None:
+        if mask not in self._joined:
+            labels = sorted(label for i, label in enumerate(self.labels) if mask >> i & 1)
+            self._joined[mask] = "|".join(labels)
+        return self._joined[mask]
+
+    def joined_many(self, *gid_arrays: np.ndarray) -> list[str | None]:
+        """:meth:`joined` of each row of groups (one group per array), for many at once."""
+        if self.masks is None:
+            return [self.joined(gs) for gs in zip(*(a.tolist() for a in gid_arrays), strict=True)]
+        mask = np.zeros(len(gid_arrays[0]), dtype=np.int64)
+        for a in gid_arrays:
+            mask |= self.masks[a]
+        unique, inverse = np.unique(mask, return_inverse=True)
+        texts = [self._mask_text(int(m)) for m in unique.tolist()]
+        return [texts[i] for i in inverse.tolist()]
+
+
+def _nan_mean_rows(values: np.ndarray) -> np.ndarray:
+    """Mean of each row skipping NaN, as ``DataFrame.mean(skipna=True)`` computes it.
+
+    NaN are filled with 0 and each row is summed by numpy's reduction along the last
+    (contiguous) axis, then divided by the count of non-NaN values: the same arithmetic
+    (so the same bits) as pandas' ``nanops.nanmean`` on one column of values.
+    """
+    mask = np.isnan(values)
+    filled = np.where(mask, 0.0, values)
+    total = filled.sum(axis=-1, dtype=np.float64)
+    count = (~mask).sum(axis=-1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / count
+    return np.where(count == 0, np.nan, mean)
 
 
 def match_tasks(
@@ -508,6 +562,11 @@ def match_tasks(
     strict_harness_version: bool = False,
 ) -> MatchResult:
     """Line up the tasks that ``baseline`` and ``treatment`` both ran comparably.
+
+    One group-by of the pooled table gives every (config, task, model, harness version)
+    group's counts, flags and texts; the per-task work is a few dictionary look-ups, and
+    the means of repeated trials are computed for all tasks at once (the same arithmetic
+    as ``DataFrame.mean``). No per-task frame is built: O(trials log trials).
 
     Parameters
     ----------
@@ -544,7 +603,7 @@ def match_tasks(
     if combine not in ("mean", "latest"):
         raise StatisticsError(f"combine must be 'mean' or 'latest', not {combine!r}")
     require_columns(df, ["config_name", "task_name", "reward"], what="metrics table")
-    present = set(df["config_name"].dropna().astype(str))
+    present = set(df["config_name"].dropna().astype(str).unique().tolist())
     for label, name in (("baseline", baseline), ("treatment", treatment)):
         if name not in present:
             raise StatisticsError(
@@ -555,8 +614,7 @@ def match_tasks(
     value_columns = list(dict.fromkeys(value_columns))
     require_columns(df, value_columns, what="metrics table")
 
-    # Only the columns matching reads: a study's table has a hundred, and every per-task
-    # subset below would copy them all.
+    # Only the columns matching reads: a study's table has a hundred.
     needed = [
         "config_name",
         "task_name",
@@ -583,112 +641,146 @@ def match_tasks(
     # "unknown" and blank are how harnesses write a version they do not know
     blank = work["_harness"].str.strip().str.lower().isin(["", "unknown", "none", "nan"])
     work.loc[blank, "_harness"] = _MISSING_KEY
-    if "trial_name" in work.columns:
+    has_trial_name = "trial_name" in work.columns
+    if has_trial_name:
         work = work.sort_values(["_task", "trial_name"], kind="mergesort", na_position="last")
+    work = work.reset_index(drop=True)
 
-    # (task, model) -> side -> harness version (or the missing key) -> trials
-    by_task: dict[tuple[str, str], dict[str, dict[str, _Side]]] = {}
-    for group_key, rows in work.groupby(["config_name", "_task", "_model", "_harness"], sort=True):
-        config, task, model, harness = (str(k) for k in group_key)
-        valid = rows[np.isfinite(rows["reward"].to_numpy(dtype=float))]
-        side = "baseline" if config == baseline else "treatment"
+    # one group-by: group id per row, and each group's key
+    grouped = work.groupby(["config_name", "_task", "_model", "_harness"], sort=True)
+    gid = grouped.ngroup().to_numpy(dtype=np.int64)
+    n_groups = int(gid.max()) + 1 if len(gid) else 0
+    facts = _Groups(work, gid, n_groups)
+    first = facts.order[facts.starts[:-1]]
+    config_g = work["config_name"].astype(str).to_numpy(dtype=object)[first]
+    task_g, model_g, harness_g = (
+        work[c].to_numpy(dtype=object)[first] for c in ("_task", "_model", "_harness")
+    )
+    is_base = config_g == baseline
+    # (task, model) of each group, numbered in sorted order (the order of the output)
+    task_codes, _ = pd.factorize(task_g, sort=True)
+    model_codes, model_uniques = pd.factorize(model_g, sort=True)
+    pair_codes = task_codes.astype(np.int64) * max(len(model_uniques), 1) + model_codes
+    _, key_g = np.unique(pair_codes, return_inverse=True)
+    key_g = key_g.reshape(-1)
+    n_keys = int(key_g.max()) + 1 if len(key_g) else 0
+
+    # The common case, done for all tasks at once: one group on each side, the same known
+    # version, a value to combine on both sides. Every other (task, model) goes through
+    # the rules one by one below; a task is wholly one or the other.
+    n_base = np.bincount(key_g[is_base], minlength=n_keys)
+    n_treat = np.bincount(key_g[~is_base], minlength=n_keys)
+    gb = np.full(n_keys, -1, dtype=np.int64)
+    gt = np.full(n_keys, -1, dtype=np.int64)
+    gb[key_g[is_base]] = np.flatnonzero(is_base)
+    gt[key_g[~is_base]] = np.flatnonzero(~is_base)
+    fast = (n_base == 1) & (n_treat == 1)
+    fast[fast] &= (harness_g[gb[fast]] == harness_g[gt[fast]]) & (
+        harness_g[gb[fast]] != _MISSING_KEY
+    )
+    latest_row = np.full(n_groups, -1, dtype=np.int64)
+    if combine == "mean":
+        fast[fast] &= (facts.n_valid[gb[fast]] > 0) & (facts.n_valid[gt[fast]] > 0)
+    elif "is_latest_trial" not in work.columns:
+        fast[:] = False
+    else:
+        latest_all = work["is_latest_trial"].fillna(False).astype(bool).to_numpy()
+        n_latest = np.bincount(gid, weights=latest_all, minlength=n_groups)
+        flagged_rows = np.flatnonzero(latest_all)
+        latest_row[gid[flagged_rows][::-1]] = flagged_rows[::-1]  # first flagged per group
+        fast[fast] &= (n_latest[gb[fast]] == 1) & (n_latest[gt[fast]] == 1)
+        reward_all = work["reward"].to_numpy(dtype=float)
+        fast[fast] &= np.isfinite(reward_all[latest_row[gb[fast]]]) & np.isfinite(
+            reward_all[latest_row[gt[fast]]]
+        )
+    fast_keys = np.flatnonzero(fast)
+
+    # (task, model) -> side -> harness version (or the missing key) -> group id
+    by_task: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
+    models_of: dict[tuple[str, str], set[str]] = {}  # (task, side) -> models that ran it
+    slow_tasks = np.unique(task_codes[~fast[key_g]])
+    in_slow = np.flatnonzero(np.isin(task_codes, slow_tasks))
+    for g, base, task, model, harness in zip(
+        in_slow.tolist(),
+        is_base[in_slow].tolist(),
+        task_g[in_slow].tolist(),
+        model_g[in_slow].tolist(),
+        harness_g[in_slow].tolist(),
+        strict=True,
+    ):
+        side = "baseline" if base else "treatment"
+        models_of.setdefault((task, side), set()).add(model)
+        if fast[key_g[g]]:
+            continue
         groups = by_task.setdefault((task, model), {"baseline": {}, "treatment": {}})
-        groups[side][harness] = _Side(rows=rows, valid=valid)
+        groups[side][harness] = g
+    slow_groups = np.flatnonzero(~fast[key_g])
+    key_of_task = dict(
+        zip(
+            zip(task_g[slow_groups].tolist(), model_g[slow_groups].tolist(), strict=True),
+            key_g[slow_groups].tolist(),
+            strict=True,
+        )
+    )
 
     names = {"baseline": baseline, "treatment": treatment}
-    key_rows: list[dict[str, object]] = []
-    b_rows: list[pd.Series] = []
-    t_rows: list[pd.Series] = []
-    unmatched: list[dict[str, object]] = []
+    size = facts.size
+    trial_names = work["trial_name"].to_numpy(dtype=object) if has_trial_name else None
+    latest_flags: np.ndarray | None = None
+    if combine == "latest" and "is_latest_trial" in work.columns:
+        latest_flags = work["is_latest_trial"].fillna(False).astype(bool).to_numpy()
+    started: list[list[object] | None] = [None]  # parsed started_at, computed when needed
 
-    def leave_out(side: str, key: tuple[str, str, str], entry: _Side, reason: str) -> None:
-        unmatched.append(
-            {
-                "task_name": key[0],
-                "side": side,
-                "config_name": names[side],
-                "model": _display_key(key[1]),
-                "harness_version": _display_key(key[2]),
-                "n_trials": entry.n_trials,
-                "reason": reason,
-            }
+    def merged_rows(gids: list[int], valid: bool) -> np.ndarray:
+        """Row positions of a side made of several groups, in the order of the old merge."""
+        parts = [facts.valid_rows(g) if valid else facts.rows(g) for g in gids]
+        if len(parts) == 1:
+            return parts[0]
+        rows = np.concatenate(parts)
+        if trial_names is None:
+            return rows
+        names_ = trial_names[rows]
+        missing = pd.isna(names_)
+        keyed = sorted(
+            range(len(rows)), key=lambda i: (bool(missing[i]), "" if missing[i] else names_[i])
         )
+        return rows[np.asarray(keyed, dtype=np.int64)]
 
-    n_unverified = 0
-    for (task, model), groups in sorted(by_task.items()):
-        if not groups["baseline"] or not groups["treatment"]:
-            ran = "baseline" if groups["baseline"] else "treatment"
-            absent = "treatment" if ran == "baseline" else "baseline"
-            other_models = sorted(
-                m for (t, m), g in by_task.items() if t == task and m != model and g[absent]
-            )
-            if other_models:
-                reason = (
-                    f"model differs: {_display_key(model) or 'none'} here, "
-                    f"{', '.join(_display_key(m) or 'none' for m in other_models)} "
-                    f"in {absent} config {names[absent]}"
-                )
-            else:
-                reason = f"not run by {absent} config {names[absent]}"
-            for harness, entry in sorted(groups[ran].items()):
-                leave_out(ran, (task, model, harness), entry, reason)
-            continue
-        plan = _plan_versions(groups["baseline"], groups["treatment"], names)
-        for side, harness, reason in plan.left_out:
-            leave_out(side, (task, model, harness), groups[side][harness], reason)
-        for version, b_versions, t_versions in plan.pairs:
-            b_entry = _merge_sides([groups["baseline"][v] for v in b_versions])
-            t_entry = _merge_sides([groups["treatment"][v] for v in t_versions])
-            key = (task, model, version)
-            note = _version_note({"baseline": b_entry, "treatment": t_entry})
-            if note is not None and strict_harness_version:
-                n_unverified += 1
-                reason = f"harness version unverified (strict mode): {note}"
-                leave_out("baseline", key, b_entry, reason)
-                leave_out("treatment", key, t_entry, reason)
-                continue
-            b_values = _combine(b_entry, value_columns, combine)
-            t_values = _combine(t_entry, value_columns, combine)
-            if isinstance(b_values, str) or isinstance(t_values, str):
-                problems = []
-                if isinstance(b_values, str):
-                    problems.append(f"baseline: {b_values}")
-                if isinstance(t_values, str):
-                    problems.append(f"treatment: {t_values}")
-                reason = "; ".join(problems)
-                leave_out("baseline", key, b_entry, reason)
-                leave_out("treatment", key, t_entry, reason)
-                continue
-            n_unverified += note is not None
-            errored_b = _flag_counts(b_entry.rows, "errored")
-            errored_t = _flag_counts(t_entry.rows, "errored")
-            timed_b = _flag_counts(b_entry.rows, "timed_out")
-            timed_t = _flag_counts(t_entry.rows, "timed_out")
-            key_rows.append(
-                {
-                    "task_name": task,
-                    "model": _display_key(model),
-                    "harness_version": _display_key(version),
-                    "harness_version_unverified": note is not None,
-                    "harness_version_note": note,
-                    "benchmark": _joined(pd.concat([b_entry.rows, t_entry.rows]), "benchmark"),
-                    "n_trials_baseline": len(b_entry.valid) if combine == "mean" else 1,
-                    "n_trials_treatment": len(t_entry.valid) if combine == "mean" else 1,
-                    "trials_without_reward_baseline": b_entry.n_trials - len(b_entry.valid),
-                    "trials_without_reward_treatment": t_entry.n_trials - len(t_entry.valid),
-                    "errored_trials_baseline": errored_b,
-                    "errored_trials_treatment": errored_t,
-                    "timed_out_trials_baseline": timed_b,
-                    "timed_out_trials_treatment": timed_t,
-                    "flagged": bool(errored_b or errored_t or timed_b or timed_t),
-                    **{f"{c}_baseline": _joined(b_entry.rows, c) for c in SOURCE_COLUMNS},
-                    **{f"{c}_treatment": _joined(t_entry.rows, c) for c in SOURCE_COLUMNS},
-                }
-            )
-            b_rows.append(b_values)
-            t_rows.append(t_values)
+    def combine_latest(gids: list[int]) -> int | str:
+        """Row of the latest trial of a side, or why there is none."""
+        if latest_flags is None:
+            return "no is_latest_trial column to pick the latest trial"
+        rows = merged_rows(gids, valid=False)
+        latest = rows[latest_flags[rows]]
+        if len(latest) == 0:
+            return "no trial is flagged as the latest"
+        chosen = int(latest[0]) if len(latest) == 1 else _latest_of(latest)
+        if not np.isfinite(facts_reward[chosen]):
+            return "the latest trial has no valid reward"
+        return chosen
 
-    key_columns = list(MATCH_KEY_COLUMNS)
+    def _latest_of(latest: np.ndarray) -> int:
+        fast = "started_at" in work.columns and trial_names is not None
+        if fast:
+            if started[0] is None:
+                parsed = pd.to_datetime(work["started_at"], errors="coerce", utc=True)
+                started[0] = list(parsed)
+            times = [started[0][i] for i in latest]  # type: ignore[index]
+            labels = trial_names[latest]  # type: ignore[index]
+            fast = not any(pd.isna(t) for t in times) and not pd.isna(labels).any()
+        if not fast:
+            # the exact old decision (and its refusal) on the few rows concerned
+            frame = work.iloc[latest]
+            picked = _latest_by_start(frame)
+            return int(picked.index[0])
+        ranked = sorted(range(len(latest)), key=lambda i: (times[i], labels[i]))
+        return int(latest[ranked[-1]])
+
+    facts_reward = work["reward"].to_numpy(dtype=float)
+
+    key_cols: dict[str, list[Any]] = {c: [] for c in MATCH_KEY_COLUMNS}
+    b_pick: list[int | list[int]] = []  # a row (latest) or the group ids whose mean is taken
+    t_pick: list[int | list[int]] = []
     unmatched_columns = [
         "task_name",
         "side",
@@ -698,21 +790,227 @@ def match_tasks(
         "n_trials",
         "reason",
     ]
+    unmatched: dict[str, list[object]] = {c: [] for c in unmatched_columns}
 
-    def values_frame(rows: list[pd.Series]) -> pd.DataFrame:
-        if not rows:
+    def leave_out(side: str, key: tuple[str, str, str], n_trials: int, reason: str) -> None:
+        for col, value in zip(
+            unmatched_columns,
+            (
+                key[0],
+                side,
+                names[side],
+                _display_key(key[1]),
+                _display_key(key[2]),
+                n_trials,
+                reason,
+            ),
+            strict=True,
+        ):
+            unmatched[col].append(value)
+
+    def version_note(sides: dict[str, list[int]]) -> str | None:
+        parts = []
+        for side, gids in sides.items():
+            unknown = [g for g in gids if harness_g[g] == _MISSING_KEY]
+            if not unknown:
+                continue
+            n_unknown = int(sum(size[g] for g in unknown))
+            n_rows = int(sum(size[g] for g in gids))
+            reasons: set[str] = set()
+            for g in unknown:
+                reasons |= facts.texts[UNKNOWN_REASON_COLUMN].values([g])
+            why = "; ".join(sorted(reasons)) or "no version recorded"
+            if n_unknown == n_rows:
+                parts.append(f"{side} version unknown ({why})")
+            else:
+                parts.append(f"{side}: {n_unknown} of {n_rows} trials of unknown version ({why})")
+        return "; ".join(parts) or None
+
+    n_unverified = 0
+    row_key: list[int] = []  # (task, model) number of each key row of the loop
+    for (task, model), groups in sorted(by_task.items()):
+        if not groups["baseline"] or not groups["treatment"]:
+            ran = "baseline" if groups["baseline"] else "treatment"
+            absent = "treatment" if ran == "baseline" else "baseline"
+            other_models = sorted(m for m in models_of.get((task, absent), ()) if m != model)
+            if other_models:
+                reason = (
+                    f"model differs: {_display_key(model) or 'none'} here, "
+                    f"{', '.join(_display_key(m) or 'none' for m in other_models)} "
+                    f"in {absent} config {names[absent]}"
+                )
+            else:
+                reason = f"not run by {absent} config {names[absent]}"
+            for harness, g in sorted(groups[ran].items()):
+                leave_out(ran, (task, model, harness), int(size[g]), reason)
+            continue
+        plan = _plan_versions(groups["baseline"], groups["treatment"], names)
+        for side, harness, reason in plan.left_out:
+            leave_out(side, (task, model, harness), int(size[groups[side][harness]]), reason)
+        for version, b_versions, t_versions in plan.pairs:
+            sides = {
+                "baseline": [groups["baseline"][v] for v in b_versions],
+                "treatment": [groups["treatment"][v] for v in t_versions],
+            }
+            n_rows = {s: int(sum(size[g] for g in gids)) for s, gids in sides.items()}
+            n_valid = {s: int(sum(facts.n_valid[g] for g in gids)) for s, gids in sides.items()}
+            key = (task, model, version)
+            note = version_note(sides)
+            if note is not None and strict_harness_version:
+                n_unverified += 1
+                reason = f"harness version unverified (strict mode): {note}"
+                leave_out("baseline", key, n_rows["baseline"], reason)
+                leave_out("treatment", key, n_rows["treatment"], reason)
+                continue
+            picks: dict[str, int | list[int] | str] = {}
+            for s, gids in sides.items():
+                if combine == "latest":
+                    picks[s] = combine_latest(gids)
+                elif n_valid[s] == 0:
+                    picks[s] = f"no trial with a valid reward ({n_rows[s]} trial(s))"
+                else:
+                    picks[s] = gids
+            if isinstance(picks["baseline"], str) or isinstance(picks["treatment"], str):
+                problems = [f"{s}: {p}" for s, p in picks.items() if isinstance(p, str)]
+                reason = "; ".join(problems)
+                leave_out("baseline", key, n_rows["baseline"], reason)
+                leave_out("treatment", key, n_rows["treatment"], reason)
+                continue
+            n_unverified += note is not None
+            flags = {
+                (col, s): int(sum(facts.flag_sums[col][g] for g in gids))
+                for col in ("errored", "timed_out")
+                for s, gids in sides.items()
+            }
+            texts = facts.texts
+            row: dict[str, object] = {
+                "task_name": task,
+                "model": _display_key(model),
+                "harness_version": _display_key(version),
+                "harness_version_unverified": note is not None,
+                "harness_version_note": note,
+                "benchmark": texts["benchmark"].joined([*sides["baseline"], *sides["treatment"]]),
+                "n_trials_baseline": n_valid["baseline"] if combine == "mean" else 1,
+                "n_trials_treatment": n_valid["treatment"] if combine == "mean" else 1,
+                "trials_without_reward_baseline": n_rows["baseline"] - n_valid["baseline"],
+                "trials_without_reward_treatment": n_rows["treatment"] - n_valid["treatment"],
+                "errored_trials_baseline": flags[("errored", "baseline")],
+                "errored_trials_treatment": flags[("errored", "treatment")],
+                "timed_out_trials_baseline": flags[("timed_out", "baseline")],
+                "timed_out_trials_treatment": flags[("timed_out", "treatment")],
+                "flagged": bool(any(flags.values())),
+                **{f"{c}_baseline": texts[c].joined(sides["baseline"]) for c in SOURCE_COLUMNS},
+                **{f"{c}_treatment": texts[c].joined(sides["treatment"]) for c in SOURCE_COLUMNS},
+            }
+            for col in MATCH_KEY_COLUMNS:
+                key_cols[col].append(row[col])
+            b_pick.append(picks["baseline"])
+            t_pick.append(picks["treatment"])
+            row_key.append(key_of_task[(task, model)])
+
+    # the common case's rows, column by column, merged in (task, model) order
+    if len(fast_keys):
+        fb, ft = gb[fast_keys], gt[fast_keys]
+        texts = facts.texts
+        fast_cols: dict[str, list[Any]] = {
+            "task_name": task_g[fb].tolist(),
+            "model": [_display_key(str(m)) for m in model_g[fb].tolist()],
+            "harness_version": [str(h) for h in harness_g[fb].tolist()],
+            "harness_version_unverified": [False] * len(fb),
+            "harness_version_note": [None] * len(fb),
+            "benchmark": texts["benchmark"].joined_many(fb, ft),
+        }
+        counts = {}
+        for label, gs in (("baseline", fb), ("treatment", ft)):
+            valid_n = facts.n_valid[gs]
+            counts[label] = valid_n
+            fast_cols[f"n_trials_{label}"] = (
+                valid_n.tolist() if combine == "mean" else [1] * len(gs)
+            )
+        for label, gs in (("baseline", fb), ("treatment", ft)):
+            fast_cols[f"trials_without_reward_{label}"] = (facts.size[gs] - counts[label]).tolist()
+        any_flag = np.zeros(len(fb), dtype=bool)
+        for col in ("errored", "timed_out"):
+            for label, gs in (("baseline", fb), ("treatment", ft)):
+                n_flag = facts.flag_sums[col][gs].astype(np.int64)
+                any_flag |= n_flag != 0
+                fast_cols[f"{col}_trials_{label}"] = n_flag.tolist()
+        fast_cols["flagged"] = any_flag.tolist()
+        for c in SOURCE_COLUMNS:
+            fast_cols[f"{c}_baseline"] = texts[c].joined_many(fb)
+            fast_cols[f"{c}_treatment"] = texts[c].joined_many(ft)
+        order = np.argsort(
+            np.concatenate([fast_keys, np.asarray(row_key, dtype=np.int64)]), kind="stable"
+        )
+        for col in MATCH_KEY_COLUMNS:
+            merged = fast_cols[col] + key_cols[col]
+            key_cols[col] = [merged[i] for i in order.tolist()]
+        if combine == "mean":
+            fast_b: list[int | list[int]] = [[g] for g in fb.tolist()]
+            fast_t: list[int | list[int]] = [[g] for g in ft.tolist()]
+        else:
+            fast_b = latest_row[fb].tolist()
+            fast_t = latest_row[ft].tolist()
+        merged_b, merged_t = fast_b + b_pick, fast_t + t_pick
+        b_pick = [merged_b[i] for i in order.tolist()]
+        t_pick = [merged_t[i] for i in order.tolist()]
+
+    values = work[value_columns].to_numpy(dtype=float) if value_columns else None
+
+    def values_frame(picks: list[int | list[int]]) -> pd.DataFrame:
+        if not picks:
             return pd.DataFrame({c: pd.Series(dtype=float) for c in value_columns})
-        return pd.DataFrame([r.to_numpy(dtype=float) for r in rows], columns=value_columns)
+        out = np.full((len(picks), len(value_columns)), np.nan)
+        if values is None:
+            return pd.DataFrame(out, columns=value_columns)
+        # the latest trial's own values; the means of all tasks' valid rows at once
+        single = [i for i, p in enumerate(picks) if isinstance(p, int)]
+        if single:
+            out[single] = values[[picks[i] for i in single]]
+        one = [i for i, p in enumerate(picks) if isinstance(p, list) and len(p) == 1]
+        many = [i for i, p in enumerate(picks) if isinstance(p, list) and len(p) > 1]
+        if not one and not many:
+            return pd.DataFrame(out, columns=value_columns)
+        # one group: its valid rows are a slice of the valid rows in group order
+        groups_one = np.asarray([picks[i][0] for i in one], dtype=np.int64)  # type: ignore[index]
+        starts = facts.valid_starts[groups_one].astype(np.int64)
+        lengths_one = facts.n_valid[groups_one].astype(np.int64)
+        segments = [merged_rows(picks[i], valid=True) for i in many]  # type: ignore[arg-type]
+        lengths = np.concatenate(
+            [
+                lengths_one,
+                np.fromiter((len(s) for s in segments), dtype=np.int64, count=len(segments)),
+            ]
+        )
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        within = np.arange(int(lengths_one.sum())) - np.repeat(offsets[: len(one)], lengths_one)
+        flat = np.concatenate(
+            [
+                facts.valid_order[np.repeat(starts, lengths_one) + within],
+                *segments,
+            ]
+        ).astype(np.int64)
+        targets = np.asarray(one + many, dtype=np.int64)
+        for k in np.unique(lengths):
+            which = np.flatnonzero(lengths == k)
+            index = offsets[which][:, None] + np.arange(k)[None, :]
+            block = values[flat[index]]  # (tasks, k, columns)
+            stacked = np.ascontiguousarray(block.transpose(0, 2, 1))  # (tasks, columns, k)
+            out[targets[which]] = _nan_mean_rows(stacked)
+        return pd.DataFrame(out, columns=value_columns)
 
-    keys = pd.DataFrame(key_rows, columns=key_columns)
+    # from no rows, a frame of object columns, as from records
+    keys = pd.DataFrame(key_cols if b_pick else [], columns=list(MATCH_KEY_COLUMNS))
     keys["harness_version_unverified"] = keys["harness_version_unverified"].astype(bool)
     return MatchResult(
         baseline=baseline,
         treatment=treatment,
         keys=keys,
-        baseline_values=values_frame(b_rows),
-        treatment_values=values_frame(t_rows),
-        unmatched=pd.DataFrame(unmatched, columns=unmatched_columns),
+        baseline_values=values_frame(b_pick),
+        treatment_values=values_frame(t_pick),
+        unmatched=pd.DataFrame(
+            unmatched if unmatched["task_name"] else [], columns=unmatched_columns
+        ),
         combine=combine,
         value_columns=tuple(value_columns),
         strict_harness_version=strict_harness_version,
