@@ -272,9 +272,7 @@ def _not_utf8(run_dir: Path, *names: str) -> str | None:
             name.encode("utf-8")
         except UnicodeEncodeError:
             shown = os.fsencode(name).decode("utf-8", "backslashreplace")
-            return (
-                f"folder name {shown!r} is not valid UTF-8; rename it to normalise this trial"
-            )
+            return f"folder name {shown!r} is not valid UTF-8; rename it to normalise this trial"
     return None
 
 
@@ -767,9 +765,7 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
             # An errored trial often has no verdict; a finished one should have one.
             warnings.append("no reward recorded (result.json nor verifier/reward.txt)")
     if reward is not None and abs(reward) > _MAX_PLAUSIBLE_REWARD:
-        warnings.append(
-            f"reward {reward:g} is absurd (beyond ±{_MAX_PLAUSIBLE_REWARD:g}); ignored"
-        )
+        warnings.append(f"reward {reward:g} is absurd (beyond ±{_MAX_PLAUSIBLE_REWARD:g}); ignored")
         reward = None
     elif reward is not None and not 0.0 <= reward <= 1.0:
         warnings.append(f"reward {reward:g} lies outside [0, 1]")

@@ -141,6 +141,7 @@ def _snap(values: np.ndarray) -> np.ndarray:
         snapped = np.round(values, _SNAP_DECIMALS)
     return np.where(np.isfinite(snapped), snapped, values)
 
+
 #: Largest number of non-zero tied deltas whose Wilcoxon p-value is computed exactly (by
 #: enumerating all ``2**n`` sign flips: 2**20 sums of 8 bytes = 8 MiB, a few ms).
 EXACT_MAX_N = 20
