@@ -259,3 +259,33 @@ def test_an_agent_symlink_loop_names_the_trial(tmp_path: Path, with_result: bool
         assert (report.trials, report.documents, report.failed) == (2, 2, 0)
     else:  # nothing says it is a trial: not normalised, but named
         assert [t.trial_dir.name for t in trials] == ["t-002__bbbbbbb"]
+
+
+# ------------------------------------------- e. a study with no baseline/treatment pair
+
+
+def test_a_study_without_any_matched_task_completes(tmp_path: Path) -> None:
+    # e.g. one config only, or every task renamed: found at 500 fuzz trials, where a run
+    # holds 2-3 trials; `study` stopped with "no per-task delta of 'reward'; known: none"
+    from retrieval_lib.study.core import load
+
+    runs = tmp_path / "runs"
+    _trial(runs / "r1", "mcp", "t-001__aaaaaaa", reward=1.0)
+    _trial(runs / "r1", "mcp", "t-002__bbbbbbb", reward=0.0)
+    (tmp_path / "tasks").mkdir()
+    study = load([runs], None, out=tmp_path / "out", workers=1, log=lambda line: None)
+    pairs = study.pairs()
+    assert pairs.empty and list(pairs.columns[-2:]) == ["delta:reward", "delta:passed"]
+    code, out, err = _cli(
+        "study",
+        str(runs),
+        "--tasks-root",
+        str(tmp_path / "tasks"),
+        "--out",
+        str(tmp_path / "study"),
+        "--workers",
+        "1",
+        "--no-report",
+    )
+    assert code == 0, err
+    assert (tmp_path / "study" / "study" / "tables" / "trials.parquet").is_file()
