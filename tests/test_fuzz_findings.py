@@ -289,3 +289,37 @@ def test_a_study_without_any_matched_task_completes(tmp_path: Path) -> None:
     )
     assert code == 0, err
     assert (tmp_path / "study" / "study" / "tables" / "trials.parquet").is_file()
+
+
+# ------------------------------- f. values nested ~1,000 deep shown in a warning or error
+
+
+def test_a_deeply_nested_schema_version_costs_only_the_trace(tmp_path: Path) -> None:
+    # 10,000 fuzz trials: `schema_version` = a list ~1,000 deep; `repr` of it in the error
+    # message raised RecursionError, reported as a bare Python exception
+    deep = "[" * 990 + "]" * 990
+    folder = _trial(tmp_path / "r1", "baseline", "t-001__aaaaaaa")
+    (folder / "agent" / "trajectory.json").write_text(f'{{"schema_version": {deep}, "steps": []}}')
+    _trial(tmp_path / "r1", "baseline", "t-002__bbbbbbb")
+    report = normalize_paths([tmp_path / "r1"], None, out=tmp_path / "out")
+    assert (report.trials, report.documents, report.failed) == (2, 2, 0)
+    doc = json.loads(
+        (tmp_path / "out/r1/retrieval_events/baseline/t-001.retrieval_events.json").read_text()
+    )
+    reasons = " ".join(doc["coverage"]["degraded_reasons"])
+    assert "schema_version is [[[[...]]]]" in reasons and "RecursionError" not in reasons
+
+
+def test_a_deeply_nested_ground_truth_confidence_is_a_warning(tmp_path: Path) -> None:
+    from retrieval_lib.ground_truth import load_ground_truth
+
+    task = tmp_path / "tasks" / "suite" / "t-001"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text("")
+    (task / "tests" / "ground_truth.json").write_text('{"files": ["b.py"]}')
+    deep = "[" * 300 + "]" * 300  # any message showing it stays short
+    (task / "tests" / "ground_truth_meta.json").write_text(f'{{"ground_truth_confidence": {deep}}}')
+    truth = load_ground_truth([task])
+    assert truth.files == ["b.py"]
+    assert any("unknown ground_truth_confidence [[[[...]]]]" in w for w in truth.warnings)
+    assert all(len(w) < 400 for w in truth.warnings), truth.warnings
