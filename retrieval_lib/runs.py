@@ -329,7 +329,8 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
         A run folder (``runs/official/<run_id>``).
     left_out
         Receives the entries skipped on the way (a symlink loop, a folder that cannot be
-        listed, an unreadable trial-level ``result.json``); their siblings are still found.
+        listed, an unreadable trial-level ``result.json``, a trial whose folder names are
+        not UTF-8: named with its bytes as ``\\xNN``); their siblings are still found.
 
     Returns
     -------
