@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import hashlib
 import json
 import math
 import os
@@ -35,6 +36,8 @@ __all__ = [
     "read_regular_bytes",
     "safe_component",
     "safe_join",
+    "temp_prefix",
+    "NAME_MAX",
 ]
 
 
@@ -85,11 +88,47 @@ def _umask() -> int:
     return mask
 
 
+#: Longest file name (in bytes) the usual file systems (ext4, XFS, btrfs, tmpfs) accept.
+NAME_MAX = 255
+_TEMP_TAIL_BYTES = 96  # of a long name, the end kept in its temporary name (its suffixes)
+
+
+def temp_prefix(name: str) -> str:
+    """The prefix of the hidden temporary file an atomic write of ``name`` uses.
+
+    ``.<name>.`` (then 8 random characters and ``.tmp``) while that fits in
+    :data:`NAME_MAX` bytes; for a longer name (a 240-character config folder gives a
+    248-byte dataset file name) ``.<16 hex digits of its SHA-256>~<its last bytes>.``,
+    so the temporary name stays short and still ends like the target (``.parquet``,
+    ``.retrieval_events.json``: how the sweep of orphaned temporaries recognises them).
+
+    Examples
+    --------
+    >>> temp_prefix("run_retrieval_summary.json")
+    '.run_retrieval_summary.json.'
+    >>> long = temp_prefix("c" * 240 + ".parquet")
+    >>> len(long) + len("abcdefgh.tmp") <= NAME_MAX, long.endswith("ccc.parquet.")
+    (True, True)
+    """
+    prefix = f".{name}."
+    if len(os.fsencode(prefix)) + len("12345678.tmp") <= NAME_MAX:
+        return prefix
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    tail = name
+    while len(os.fsencode(tail)) > _TEMP_TAIL_BYTES:
+        tail = tail[1:]
+    return f".{digest}~{tail}."
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename)."""
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename).
+
+    The temporary file's name stays within :data:`NAME_MAX` bytes whatever the length of
+    the target's name (:func:`temp_prefix`).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=".tmp", dir=target.parent)
     try:
         # mkstemp creates the file 0600; give it the mode an ordinary open() would.
         os.fchmod(fd, 0o666 & ~_umask())

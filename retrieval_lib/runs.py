@@ -44,6 +44,7 @@ __all__ = [
     "discover_trials",
     "find_task_dirs",
     "lies_outside",
+    "printable_path",
     "read_trial_result",
     "without_lone_surrogates",
 ]
@@ -128,7 +129,7 @@ class LeftOut:
         self._reasons: dict[str, str] = {}
 
     def add(self, path: str | os.PathLike[str], reason: str) -> None:
-        self._reasons.setdefault(os.fspath(path), reason)
+        self._reasons.setdefault(printable_path(path), reason)
 
     def update(self, entries: Iterable[tuple[str, str]]) -> None:
         for path, reason in entries:
@@ -139,7 +140,7 @@ class LeftOut:
         items = sorted(self._reasons.items())
         if under is None:
             return items
-        prefix = os.fspath(under).rstrip("/") + "/"
+        prefix = printable_path(under).rstrip("/") + "/"
         return [(p, r) for p, r in items if p.startswith(prefix) or p == prefix[:-1]]
 
     def lines(self) -> list[str]:
@@ -147,6 +148,25 @@ class LeftOut:
 
     def __len__(self) -> int:
         return len(self._reasons)
+
+
+def printable_path(path: str | bytes | os.PathLike[str]) -> str:
+    """``path`` as text any UTF-8 writer can store: bytes of a name that is not UTF-8
+    (decoded by Python as lone surrogates) are shown as ``\\xNN`` escapes.
+
+    Examples
+    --------
+    >>> printable_path(os.fsdecode(b"runs/mcp-\\xff-remote/t__1"))
+    'runs/mcp-\\\\xff-remote/t__1'
+    >>> printable_path("runs/ok")
+    'runs/ok'
+    """
+    text = os.fsdecode(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
 
 
 def _os_reason(exc: OSError) -> str:
@@ -242,54 +262,62 @@ def _archive_config_name(group: str, job_name: str) -> str:
     return group
 
 
-def _require_utf8_names(run_dir: Path, *names: str) -> None:
-    """Refuse a trial whose folder names are not UTF-8 (they name the output and go in it).
-
-    Raises
-    ------
-    InputError
-        Naming the folder, its undecodable bytes shown as ``\\xNN`` escapes.
-    """
+def _not_utf8(run_dir: Path, *names: str) -> str | None:
+    """Why a trial cannot be normalised because a folder name on its path is not UTF-8
+    (the names name the output and go in it), or ``None`` when every name is UTF-8."""
     for name in (run_dir.name, *names):
+        if name.isascii():
+            continue
         try:
             name.encode("utf-8")
         except UnicodeEncodeError:
-            shown = os.fsencode(run_dir.joinpath(*names)).decode("ascii", "backslashreplace")
-            raise InputError(
-                f"folder name {os.fsencode(name)!r} is not valid UTF-8 (in {shown}); "
-                "rename it to normalise this run"
-            ) from None
+            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+            return f"folder name {shown!r} is not valid UTF-8; rename it to normalise this trial"
+    return None
 
 
-def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[TrialRef]:
-    run_id = run_dir.name
+def _walk_trials(
+    run_dir: Path, left_out: LeftOut | None = None
+) -> Iterator[tuple[str, str, str, bool]]:
+    """``(level1, level2, trial folder, is_batch)`` names of every trial-like folder."""
     for level1 in _subdirs(run_dir, left_out):
         for level2 in _subdirs(Path(level1.path), left_out):
             is_batch = bool(_BATCH_TIMESTAMP_RE.match(level2.name))
             for level3 in _subdirs(Path(level2.path), left_out):
-                if not _is_trial_dir(level3.path, left_out):
-                    continue
-                _require_utf8_names(run_dir, level1.name, level2.name, level3.name)
-                if is_batch:
-                    yield TrialRef(
-                        run_dir=run_dir,
-                        run_id=run_id,
-                        config_name=level1.name,
-                        batch_timestamp=level2.name,
-                        trial_dir=run_dir / level1.name / level2.name / level3.name,
-                        layout="batch",
-                        job_name=None,
-                    )
-                else:
-                    yield TrialRef(
-                        run_dir=run_dir,
-                        run_id=run_id,
-                        config_name=_archive_config_name(level1.name, level2.name),
-                        batch_timestamp=None,
-                        trial_dir=run_dir / level1.name / level2.name / level3.name,
-                        layout="archive",
-                        job_name=level2.name,
-                    )
+                if _is_trial_dir(level3.path, left_out):
+                    yield level1.name, level2.name, level3.name, is_batch
+
+
+def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[TrialRef]:
+    run_id = run_dir.name
+    for level1, level2, level3, is_batch in _walk_trials(run_dir, left_out):
+        trial_dir = run_dir / level1 / level2 / level3
+        why = _not_utf8(run_dir, level1, level2, level3)
+        if why is not None:
+            # named, never silently dropped; its siblings and the other runs go on
+            if left_out is not None:
+                left_out.add(trial_dir, why)
+            continue
+        if is_batch:
+            yield TrialRef(
+                run_dir=run_dir,
+                run_id=run_id,
+                config_name=level1,
+                batch_timestamp=level2,
+                trial_dir=trial_dir,
+                layout="batch",
+                job_name=None,
+            )
+        else:
+            yield TrialRef(
+                run_dir=run_dir,
+                run_id=run_id,
+                config_name=_archive_config_name(level1, level2),
+                batch_timestamp=None,
+                trial_dir=trial_dir,
+                layout="archive",
+                job_name=level2,
+            )
 
 
 def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[TrialRef]:
@@ -301,7 +329,8 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
         A run folder (``runs/official/<run_id>``).
     left_out
         Receives the entries skipped on the way (a symlink loop, a folder that cannot be
-        listed, an unreadable trial-level ``result.json``); their siblings are still found.
+        listed, an unreadable trial-level ``result.json``, a trial whose folder names are
+        not UTF-8: named with its bytes as ``\\xNN``); their siblings are still found.
 
     Returns
     -------
@@ -317,7 +346,8 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
 
 
 def _has_trials(folder: Path, left_out: LeftOut | None = None) -> bool:
-    return next(_iter_trials(folder, left_out), None) is not None
+    """Whether a trial-like folder sits three levels below ``folder`` (usable or not)."""
+    return next(_walk_trials(folder, left_out), None) is not None
 
 
 def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> list[Path]:
@@ -348,7 +378,11 @@ def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> lis
             return
         seen.add(real)
         if _has_trials(folder, left_out):
-            found.setdefault(real, folder)
+            if _not_utf8(folder) is None:
+                found.setdefault(real, folder)
+            else:  # a run named in bytes that are not UTF-8: each of its trials is named
+                for _ in _iter_trials(folder, left_out):
+                    pass
             return
         for child in _subdirs(folder, left_out):
             visit(folder / child.name, depth + 1)
@@ -607,6 +641,12 @@ def _unusable_task_name(name: str) -> str | None:
     return None
 
 
+#: Largest reward magnitude still read: rewards are scores in [0, 1] (a value somewhat
+#: outside is kept with a warning, e.g. a percentage); anything beyond this (``1e308``) is
+#: a broken value that would overflow every sum and difference taken over it: ignored.
+_MAX_PLAUSIBLE_REWARD = 100.0
+
+
 def _reward_from_file(trial_dir: Path) -> float | None:
     path = trial_dir / "verifier" / "reward.txt"
     try:
@@ -616,9 +656,10 @@ def _reward_from_file(trial_dir: Path) -> float | None:
     except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
         return None
     try:
-        return _number(float(text))
+        reward = _number(float(text))
     except ValueError:
         return None
+    return reward if reward is not None and abs(reward) <= _MAX_PLAUSIBLE_REWARD else None
 
 
 def _exception_type(info: Any, warnings: list[str]) -> str | None:
@@ -654,8 +695,10 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
     ``task_name`` that cannot name a task folder (a path, control characters, too long).
     When ``result.json`` has no reward, ``verifier/reward.txt`` is used if it holds a
     number (with a warning). A value of the wrong type (a reward ``"NaN"``, a timestamp
-    ``17``, a negative token count) is ignored with a warning naming the field; a reward
-    written as a numeric string is read, with a warning. A UTF-8 byte order mark is
+    ``17``, a negative token count) is ignored with a warning naming the field; so is an
+    out-of-range number (``1e400``, ``NaN``, a 400-digit integer, a reward beyond ±100,
+    which no score in [0, 1] comes near); a reward written as a numeric string is read,
+    with a warning. A UTF-8 byte order mark is
     accepted; a ``result.json`` that is a symlink out of the trial folder is not read.
 
     Examples
@@ -722,7 +765,10 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
         elif exception_type is None:
             # An errored trial often has no verdict; a finished one should have one.
             warnings.append("no reward recorded (result.json nor verifier/reward.txt)")
-    if reward is not None and not 0.0 <= reward <= 1.0:
+    if reward is not None and abs(reward) > _MAX_PLAUSIBLE_REWARD:
+        warnings.append(f"reward {reward:g} is absurd (beyond ±{_MAX_PLAUSIBLE_REWARD:g}); ignored")
+        reward = None
+    elif reward is not None and not 0.0 <= reward <= 1.0:
         warnings.append(f"reward {reward:g} lies outside [0, 1]")
 
     agent_start = _checked_time(

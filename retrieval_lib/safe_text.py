@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import html
 import re
+import reprlib
 from typing import Any
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "markdown_strong",
     "markdown_text",
     "plot_label",
+    "value_text",
     "visible",
 ]
 
@@ -61,6 +63,41 @@ _MARKDOWN_SYNTAX = "\\`*_~[]<>&|$#!:@"
 _MARKDOWN_ENTITIES = {ord(c): f"&#{ord(c)};" for c in _MARKDOWN_SYNTAX}
 _WWW = re.compile(r"(www)\.", re.IGNORECASE)
 _BACKTICKS = re.compile("`+")
+
+
+class _ValueRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 190:  # repr of a 5,000-digit integer raises ValueError
+            return f"<an integer of about {round(x.bit_length() * 0.30103)} digits>"
+        return super().repr_int(x, level)
+
+
+_VALUE_REPR = _ValueRepr()
+_VALUE_REPR.maxlevel = 3
+_VALUE_REPR.maxstring = 60
+_VALUE_REPR.maxother = 60
+_VALUE_REPR.maxlong = 60
+
+
+def value_text(value: Any) -> str:
+    """A short ``repr`` of a value read from an input, for a warning or error message.
+
+    Safe for any JSON value: nesting beyond 3 levels is shown as ``...`` (a plain
+    ``repr`` of a list nested 1,000 deep raises ``RecursionError``), long strings are
+    cut in the middle and an integer of more than ~57 digits is shown by its size (a
+    plain ``repr`` of one beyond 4,300 digits raises ``ValueError``).
+
+    Examples
+    --------
+    >>> value_text("ATIF-v2.0")
+    "'ATIF-v2.0'"
+    >>> import json
+    >>> value_text(json.loads("[" * 900 + "]" * 900))
+    '[[[[...]]]]'
+    >>> len(value_text("x" * 10_000)) <= 60, value_text(10**5000)
+    (True, '<an integer of about 5000 digits>')
+    """
+    return _VALUE_REPR.repr(value)
 
 
 def visible(name: Any) -> str:

@@ -1185,10 +1185,12 @@ def test_files_symlinked_out_of_the_trial_are_never_read(tmp_path: Path) -> None
     assert "is a symlink to a file outside" in doc["coverage"]["degraded_reason"]
 
 
-def test_folder_name_that_is_not_utf8_is_a_one_line_error(tmp_path: Path) -> None:
+def test_folder_name_that_is_not_utf8_is_named_and_its_siblings_go_on(tmp_path: Path) -> None:
+    # Issue 18 (fuzz): the whole command used to stop at the first such name, losing every
+    # other run; now that trial alone is left out, named with its bytes escaped.
     trial = _make_run(tmp_path)
     bad = os.fsdecode(os.fsencode(trial.parent) + b"/demo-task-001__ab\xffcdef")
-    os.rename(trial, bad)
+    shutil.copytree(trial, bad)
     code, err = _cli(
         "normalize",
         str(tmp_path / "runs"),
@@ -1196,13 +1198,28 @@ def test_folder_name_that_is_not_utf8_is_a_one_line_error(tmp_path: Path) -> Non
         str(tmp_path / "tasks"),
         "--out",
         str(tmp_path / "out"),
-        "--quiet",
+        "--workers",
+        "1",
     )
-    assert code == 1
-    assert err.startswith("retrieval-lib normalize: error: folder name b'demo-task-001__ab")
-    assert err.count("\n") == 1 and "\\xffcdef is not valid UTF-8" not in err
-    assert "is not valid UTF-8" in err
-    assert not (tmp_path / "out").exists()
+    assert code == 1  # something was left out
+    shown = f"{trial.parent}/demo-task-001__ab\\xffcdef"
+    reason = (
+        "folder name 'demo-task-001__ab\\\\xffcdef' is not valid UTF-8; "
+        "rename it to normalise this trial"
+    )
+    assert err == f"left out: {shown}: {reason}\n"
+    events = tmp_path / "out" / "run1" / "retrieval_events"
+    docs = sorted(p.name for p in events.rglob("*.retrieval_events.json"))
+    assert docs == ["demo-task-001.retrieval_events.json"]
+    left = json.loads((events / "normalize_left_out.json").read_text(encoding="utf-8"))
+    assert left == {
+        "left_out": [
+            {
+                "path": f"baseline-local-direct/{BATCH}/demo-task-001__ab\\xffcdef",
+                "reason": reason,
+            }
+        ]
+    }
 
 
 def test_lies_outside_follows_symlinks_at_any_level(tmp_path: Path) -> None:

@@ -79,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
                         yield evaluate_run(root, k=args.k)
                     except RetrievalLibError as exc:
                         yield exc
+                    except OSError as exc:
+                        # a file system refusal (no space, a name too long) costs this
+                        # run only: named, and the other runs are still evaluated
+                        yield _run_os_error(root, exc)
 
             results = each()
         for result in results:
@@ -88,6 +92,21 @@ def run(args: argparse.Namespace) -> int:
             else:
                 failed += _print_result(result)
     return 1 if failed else 0
+
+
+def _run_os_error(root: Any, exc: OSError) -> Any:
+    """An OS error met while evaluating ``root``, as an error naming the run and the file.
+
+    Examples
+    --------
+    >>> str(_run_os_error("out/run1", OSError(36, "File name too long", "out/run1/x")))
+    "out/run1: File name too long: 'out/run1/x'"
+    """
+    from retrieval_lib.errors import RetrievalLibError
+    from retrieval_lib.runs import printable_path
+
+    where = f": {printable_path(exc.filename)!r}" if exc.filename else ""
+    return RetrievalLibError(f"{printable_path(root)}: {exc.strerror or exc}{where}")
 
 
 def _print_result(result: Any) -> int:

@@ -604,11 +604,40 @@ def _write_table(frame: pd.DataFrame, events_dir: Path) -> tuple[Path, list[Path
 DATASET_DIRNAME = f"{TABLE_BASENAME}_dataset"
 
 
+def dataset_file_name(config: str) -> str:
+    """File name of a config's part of the metrics dataset: ``<config>.parquet``, or,
+    when that exceeds the 255-byte name limit, the config's first bytes, ``~``, 16 hex
+    digits of its SHA-256 and ``.parquet`` (distinct configs keep distinct files).
+
+    Examples
+    --------
+    >>> dataset_file_name("mcp-remote-direct")
+    'mcp-remote-direct.parquet'
+    >>> name = dataset_file_name("c" * 250)
+    >>> len(name.encode()), name[-25:]
+    (200, '~b31bdc6c1e222c18.parquet')
+    """
+    import hashlib
+
+    from retrieval_lib.io import NAME_MAX
+
+    name = f"{config}.parquet"
+    if len(os.fsencode(name)) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(os.fsencode(config)).hexdigest()[:16]
+    head = config
+    while len(os.fsencode(head)) > 200 - len(f"~{digest}.parquet"):
+        head = head[:-1]
+    return f"{head}~{digest}.parquet"
+
+
 def _write_dataset(frame: pd.DataFrame, events_dir: Path) -> list[Path]:
     """The table again, one Parquet file per config: ``<events>/retrieval_metrics_dataset/
     <config>.parquet`` (every column kept, ``run_id`` and ``config_name`` included), so
     the ``retrieval_events`` folders of many runs form one dataset partitioned by run and
-    config. Files of configs the run no longer has are removed."""
+    config. Files of configs the run no longer has are removed. A config name too long
+    for a file name (:func:`dataset_file_name`) gets a shortened one; readers take the
+    config from the ``config_name`` column, never from the file name."""
     from retrieval_lib.io import safe_join
 
     folder = events_dir / DATASET_DIRNAME
@@ -618,7 +647,7 @@ def _write_dataset(frame: pd.DataFrame, events_dir: Path) -> list[Path]:
         buffer = io.BytesIO()
         part.to_parquet(buffer, index=False)
         written.append(
-            atomic_write_bytes(safe_join(folder, f"{config}.parquet"), buffer.getvalue())
+            atomic_write_bytes(safe_join(folder, dataset_file_name(config)), buffer.getvalue())
         )
     if folder.is_dir():
         for stale in folder.glob("*.parquet"):

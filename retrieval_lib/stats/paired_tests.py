@@ -132,6 +132,16 @@ MCNEMAR_COLUMNS: tuple[str, ...] = (
 _BOOT_CELLS = 4_000_000  # bootstrap index cells drawn per chunk (bounds memory)
 _SNAP_DECIMALS = 12  # deltas closer than this are equal for signs, zeros and ties
 
+
+def _snap(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to :data:`_SNAP_DECIMALS` decimals, without overflow: rounding
+    scales by ``10**12`` first, which turns a finite value beyond ~1.8e296 into infinity;
+    such values (whose spacing is far coarser than 1e-12 anyway) are kept as they are."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        snapped = np.round(values, _SNAP_DECIMALS)
+    return np.where(np.isfinite(snapped), snapped, values)
+
+
 #: Largest number of non-zero tied deltas whose Wilcoxon p-value is computed exactly (by
 #: enumerating all ``2**n`` sign flips: 2**20 sums of 8 bytes = 8 MiB, a few ms).
 EXACT_MAX_N = 20
@@ -354,7 +364,7 @@ def wilcoxon_signed_rank(
         raise StatisticsError("Wilcoxon deltas must be finite (drop missing pairs first)")
     if exact_max_n > 24:
         raise StatisticsError(f"exact_max_n={exact_max_n} would enumerate more than 2**24 signs")
-    snapped = np.round(values, _SNAP_DECIMALS)
+    snapped = _snap(values)
     nonzero = snapped[snapped != 0]
     n = nonzero.size
     if n == 0:
@@ -430,12 +440,15 @@ def _paired_row(
         raise StatisticsError(
             f"paired samples differ in length: {base.size} baseline vs {treat.size} treatment"
         )
-    keep = np.isfinite(base) & np.isfinite(treat)
-    base, treat = base[keep], treat[keep]
-    deltas = treat - base
+    with np.errstate(over="ignore", invalid="ignore"):
+        deltas = treat - base
+    # a missing value, an infinite one, or a difference that overflows (1e308 - -1e308):
+    # that task is missing for the comparison (counted in n_dropped), never a crash
+    keep = np.isfinite(base) & np.isfinite(treat) & np.isfinite(deltas)
+    base, treat, deltas = base[keep], treat[keep], deltas[keep]
     # signs, zeros and ties are judged on deltas snapped to a 1e-12 grid, so that
     # floating-point noise (0.3 - 0.2 vs 0.2 - 0.1) neither breaks ties nor invents wins
-    snapped = np.round(deltas, _SNAP_DECIMALS)
+    snapped = _snap(deltas)
     n = int(deltas.size)
     wins, losses = int((snapped > 0).sum()), int((snapped < 0).sum())
     row: dict[str, object] = dict.fromkeys(PAIRED_COLUMNS, math.nan)
@@ -498,7 +511,8 @@ def paired_comparison(
     ----------
     a, b : array-like of float
         Per-task values of the same tasks in the same order; NaN marks a missing value
-        and drops that task (reported in ``n_dropped``).
+        and drops that task (reported in ``n_dropped``), as does an infinite value or a
+        pair whose difference overflows the float range.
     n_boot : int
         Bootstrap resamples of a ``"bca"`` or ``"percentile"`` CI.
     seed : int

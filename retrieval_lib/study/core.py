@@ -220,7 +220,8 @@ class Study:
         Raises
         ------
         InputError
-            A name that has no per-task delta (with a "did you mean").
+            A name that has no per-task delta (with a "did you mean"). With no matched
+            task at all there is no delta to name: the columns are added, all missing.
         """
         if isinstance(deltas, str):
             deltas = [deltas]
@@ -228,6 +229,10 @@ class Study:
         trials = analysis.pairing_trials(self.analysed, per_task)
         wanted = [f"delta:{name}" for name in dict.fromkeys(deltas)]
         known = [c for c in per_task.columns if c.startswith("delta:")]
+        if per_task.empty and not known:
+            # no task is matched (no baseline/treatment pair): nothing to check names
+            # against and no delta to give; every trial's delta is missing
+            return trials.assign(**{c: pd.Series(dtype=float) for c in wanted})
         for column in wanted:
             if column not in per_task.columns:
                 from retrieval_lib.suggest import hint
