@@ -244,11 +244,17 @@ def _power_sentence(row: pd.Series | None, pair: Any, label: str) -> str | None:
     who = f"{pair.treatment} vs {pair.baseline}"
     n = row.get("n")
     needed: list[Any] = [row.get("n_needed_0.05"), row.get("n_needed_0.10")]
-    if _missing(row.get("sd_delta")) or any(_missing(v) for v in needed):
+    if _missing(row.get("sd_delta")):
         return (
             f"Tasks needed, {who}: how many matched tasks would detect a {label.lower()} "
             f"difference cannot be estimated from {_tasks(n)} (no spread of per-task "
             "differences to plan from)."
+        )
+    if any(_missing(v) for v in needed):
+        return (
+            f"Tasks needed, {who}: with the observed spread of the per-task differences "
+            f"(sd {float(row['sd_delta']):.3f}) a difference of 0.05 or 0.10 is out of reach "
+            "of any practical number of matched tasks."
         )
     return (
         f"Tasks needed, {who}: the 95% CI of the mean {label.lower()} difference is "
