@@ -94,13 +94,13 @@ class MultiCompareReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the reference, each report's dict and the summary with ``p_holm``."""
-        from retrieval_lib.stats.impact import _records
+        from retrieval_lib.stats.impact import json_records
 
         return {
             "reference": self.reference,
             "runs": [r.run_b for r in self.reports],
             "comparisons": [r.to_dict() for r in self.reports],
-            "summary": _records(self.summary()),
+            "summary": json_records(self.summary()),
         }
 
     def to_markdown(self) -> str:

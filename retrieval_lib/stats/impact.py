@@ -102,6 +102,7 @@ __all__ = [
     "option_differences",
     "recorded_options",
     "impact_to_json",
+    "json_records",
     "analyze_impact_columns",
     "load_impact",
     "load_impact_schema",
@@ -440,7 +441,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as JSON-ready dicts (NaN/NA/inf as None, numpy scalars as Python).
+
+    >>> json_records(pd.DataFrame({"a": [1.0, float("nan")], "b": ["x", None]}))
+    [{'a': 1.0, 'b': 'x'}, {'a': None, 'b': None}]
+    """
     columns = [str(c) for c in frame.columns]
     return [
         {col: _plain(value) for col, value in zip(columns, row, strict=True)}
@@ -472,13 +478,13 @@ def impact_to_json(result: ImpactResult, *, runs: Iterable[str] = ()) -> dict[st
         "params": {
             k: _plain(v) if not isinstance(v, list) else v for k, v in result.params.items()
         },
-        "pairs": _records(result.pairs),
-        "correlations": _records(result.correlations),
-        "comparisons": _records(result.comparisons),
-        "mcnemar": _records(result.mcnemar),
-        "per_task": _records(result.per_task),
-        "unmatched": _records(result.unmatched),
-        "config_summary": _records(result.config_summary),
+        "pairs": json_records(result.pairs),
+        "correlations": json_records(result.correlations),
+        "comparisons": json_records(result.comparisons),
+        "mcnemar": json_records(result.mcnemar),
+        "per_task": json_records(result.per_task),
+        "unmatched": json_records(result.unmatched),
+        "config_summary": json_records(result.config_summary),
     }
 
 

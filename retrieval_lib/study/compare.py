@@ -582,15 +582,15 @@ class FamilyComparison:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): caption, metrics and the three tables as records."""
-        from retrieval_lib.stats.impact import _records
+        from retrieval_lib.stats.impact import json_records
 
         return {
             "caption": self.caption,
             "metrics": list(self.metrics),
             "alpha": self.alpha,
-            "table": _records(self.table),
-            "friedman": _records(self.friedman),
-            "pairwise": _records(self.pairwise),
+            "table": json_records(self.table),
+            "friedman": json_records(self.friedman),
+            "pairwise": json_records(self.pairwise),
         }
 
 
