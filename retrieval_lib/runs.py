@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from retrieval_lib.errors import InputError
 from retrieval_lib.io import parse_iso_time, read_regular_bytes
+from retrieval_lib.safe_text import describe_value
 
 __all__ = [
     "OUTPUT_DIRNAMES",
@@ -561,16 +562,6 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _describe(value: Any) -> str:
-    """A short, safe rendering of an unexpected JSON value for a warning."""
-    if isinstance(value, (dict, list)):
-        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def _checked_number(value: Any, where: str, warnings: list[str]) -> float | None:
     """A finite number from ``value``; anything else present gives a warning and ``None``.
 
@@ -588,12 +579,12 @@ def _checked_number(value: Any, where: str, warnings: list[str]) -> float | None
         except ValueError:
             parsed = math.nan
         if math.isfinite(parsed):
-            warnings.append(f"{where} is the string {_describe(value)}; read as {parsed:g}")
+            warnings.append(f"{where} is the string {describe_value(value)}; read as {parsed:g}")
             return parsed
     if isinstance(value, float):
         warnings.append(f"{where} is {value}, not a finite number; ignored")
     else:
-        warnings.append(f"{where} is {_describe(value)}, not a finite number; ignored")
+        warnings.append(f"{where} is {describe_value(value)}, not a finite number; ignored")
     return None
 
 
@@ -604,7 +595,7 @@ def _checked_count(value: Any, where: str, warnings: list[str]) -> int | None:
     number = _number(value)
     if number is not None and 0 <= number <= _MAX_COUNT:
         return int(number)
-    warnings.append(f"{where} is {_describe(value)}, not a token count; ignored")
+    warnings.append(f"{where} is {describe_value(value)}, not a token count; ignored")
     return None
 
 
@@ -614,7 +605,7 @@ def _checked_time(value: Any, where: str, warnings: list[str]) -> str | None:
         return None
     if isinstance(value, str) and parse_iso_time(value) is not None:
         return value
-    warnings.append(f"{where} is {_describe(value)}, not an ISO 8601 timestamp; ignored")
+    warnings.append(f"{where} is {describe_value(value)}, not an ISO 8601 timestamp; ignored")
     return None
 
 
@@ -675,12 +666,14 @@ def _exception_type(info: Any, warnings: list[str]) -> str | None:
         return _text(info.get("exception_type")) or "UnknownException"
     if isinstance(info, str) and info.strip():
         name = info.strip()
-        warnings.append(f"exception_info is the string {_describe(info)}, not an object")
+        warnings.append(f"exception_info is the string {describe_value(info)}, not an object")
         return name if _EXCEPTION_NAME_RE.match(name) else "UnknownException"
     if not info:  # "", [], 0, false
-        warnings.append(f"exception_info is {_describe(info)}; read as no exception")
+        warnings.append(f"exception_info is {describe_value(info)}; read as no exception")
         return None
-    warnings.append(f"exception_info is {_describe(info)}, not an object; trial counted as errored")
+    warnings.append(
+        f"exception_info is {describe_value(info)}, not an object; trial counted as errored"
+    )
     return "UnknownException"
 
 
@@ -737,7 +730,7 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
     elif (why := _unusable_task_name(task_name or "")) is not None:
         task_name = canonical_task_name(_trial_folder_task(trial_dir))
         warnings.append(
-            f"result.json task_name {_describe(raw_task)} {why}, so it cannot name a task "
+            f"result.json task_name {describe_value(raw_task)} {why}, so it cannot name a task "
             f"folder; using the trial folder name {task_name!r}"
         )
     trial_name = _text(data.get("trial_name")) or trial_dir.name

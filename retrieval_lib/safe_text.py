@@ -44,6 +44,7 @@ import reprlib
 from typing import Any
 
 __all__ = [
+    "describe_value",
     "html_text",
     "markdown_code",
     "markdown_emphasis",
@@ -77,6 +78,24 @@ _VALUE_REPR.maxlevel = 3
 _VALUE_REPR.maxstring = 60
 _VALUE_REPR.maxother = 60
 _VALUE_REPR.maxlong = 60
+
+
+def describe_value(value: Any) -> str:
+    """What an unexpected JSON value is, in a few words, for a warning about an input field:
+    ``a JSON object`` / ``a JSON array`` for containers (never rendered, however deep), the
+    size of an integer beyond 64 bits, else a ``repr`` cut to 40 characters.
+
+    Examples
+    --------
+    >>> describe_value([1]), describe_value(10**400), describe_value("x" * 50)
+    ('a JSON array', 'an integer of 401 digits', "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...")
+    """
+    if isinstance(value, (dict, list)):
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def value_text(value: Any) -> str:

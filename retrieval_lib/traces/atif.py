@@ -37,7 +37,7 @@ import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
 from retrieval_lib.io import parse_iso_time
-from retrieval_lib.safe_text import value_text
+from retrieval_lib.safe_text import describe_value, value_text
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 from retrieval_lib.traces.stream_json import _content_text, _loads_repaired, _read_trace_bytes
 
@@ -65,16 +65,6 @@ def _count(value: Any) -> int:
 def _as_int(value: Any) -> int | None:
     """An integer token count, or ``None`` when absent, not an integer or impossible."""
     return value if type(value) is int and 0 <= value < _MAX_TOKENS else None
-
-
-def _shape(value: Any) -> str:
-    """A short description of an unexpected JSON value for a warning."""
-    if isinstance(value, (dict, list)):
-        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _object(mapping: dict[str, Any], key: str) -> dict[str, Any]:
@@ -305,7 +295,7 @@ class _TrajectoryParser:
                     # a list, an object, a negative or absurd number: this field only is lost
                     self.warnings.append(
                         f"step #{number} metrics.extra.cache_read_input_tokens is "
-                        f"{_shape(cache_read)}, not a token count; ignored"
+                        f"{describe_value(cache_read)}, not a token count; ignored"
                     )
                     cache_read = None
                 signature = (prompt, cached, creation, cache_read)
