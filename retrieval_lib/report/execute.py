@@ -36,12 +36,23 @@ class ReportResult:
     html: Path
 
 
+#: The id of the cell papermill inserts with the parameters. papermill gives that cell a
+#: random id, which the notebook and its HTML (``id`` attributes) would carry: two renders of
+#: the same input would then differ in bytes.
+INJECTED_CELL_ID = "injected-parameters"
+
+
 def _strip_volatile_metadata(nb: Any) -> None:
-    """Drop papermill's timestamps so the same input gives the same executed notebook."""
+    """Drop what varies between two executions of the same input.
+
+    papermill's timestamps and durations go; the injected parameters cell gets a fixed id.
+    """
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+        if "injected-parameters" in cell.metadata.get("tags", ()):
+            cell["id"] = INJECTED_CELL_ID
 
 
 def _first_line(source: str) -> str:

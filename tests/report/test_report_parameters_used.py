@@ -117,3 +117,15 @@ def test_a_successful_report_removes_the_failed_notebook_of_the_same_report(tmp_
     result = render_report(nb, {"fail": False}, out)
     assert result.html.is_file() and result.notebook.is_file()
     assert sorted(p.name for p in out.iterdir()) == ["tiny.html", "tiny.ipynb"]
+
+
+def test_two_renders_of_the_same_input_are_byte_identical(tmp_path):
+    # papermill gives its injected parameters cell a random id; the notebook and the HTML
+    # (an id attribute per cell) carried it, so two renders of one input differed.
+    nb = _notebook(tmp_path / "tiny.ipynb")
+    first = render_report(nb, {"fail": False}, tmp_path / "out")
+    saved = first.notebook.read_bytes(), first.html.read_bytes()
+    second = render_report(nb, {"fail": False}, tmp_path / "out")
+    assert (second.notebook.read_bytes(), second.html.read_bytes()) == saved
+    cells = nbformat.read(str(second.notebook), as_version=4).cells
+    assert [c.id for c in cells] == ["c0", "injected-parameters", "c1"]
