@@ -50,8 +50,21 @@ def noisy_frame():
 
 
 def test_result_has_the_stable_columns(noisy_frame):
-    for func in (spearman, pearson):
-        assert tuple(func(noisy_frame, "file.AP", "reward").columns) == CORRELATION_COLUMNS
+    # the columns written out (docs/contracts.md), not the module's own constant
+    expected = (
+        "x", "y", "method", "n", "r", "ci_low", "ci_high", "p_value", "p_method",
+        "auc", "auc_ci_low", "auc_ci_high", "rank_biserial", "computable", "reason",
+    )  # fmt: skip
+    assert expected == CORRELATION_COLUMNS
+    for func, method in ((spearman, "spearman"), (pearson, "pearson")):
+        frame = func(noisy_frame, "file.AP", "reward")
+        assert tuple(frame.columns) == expected and len(frame) == 1
+        row = frame.iloc[0]
+        # 30 rows, x missing at 2 and 11, y at 11 and 20: 27 complete pairs
+        assert (row["x"], row["y"], row["method"], row["n"]) == ("file.AP", "reward", method, 27)
+        # a correlation row leaves the AUC columns empty
+        assert math.isnan(row["auc"]) and math.isnan(row["auc_ci_low"])
+        assert math.isnan(row["rank_biserial"])
 
 
 def test_pearson_matches_pingouin_including_ci_and_p(noisy_frame):
