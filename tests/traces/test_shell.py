@@ -42,6 +42,8 @@ def one(command: str) -> ShellRead:
         ("sed -n 1,50p\\;50q app.py", ["app.py"], (1, 50)),
         ("sed -n '/def foo/,/return/p' app.py", ["app.py"], None),
         ("sed -n '100,$p' app.py", ["app.py"], None),
+        # an end before the start: sed prints the start line only
+        ("sed -n '40,10p' f", ["f"], (40, 40)),
         ("sed 's/a/b/' app.py", ["app.py"], None),  # prints to stdout: still a read
         ("nl -ba django/db/models/query.py", ["django/db/models/query.py"], None),
         ("wc -l setup.py", ["setup.py"], None),
@@ -197,6 +199,9 @@ def test_compound_commands_keep_order() -> None:
 def test_only_the_first_pipeline_stage_reads() -> None:
     reads = parse_shell_command("cat x.py | grep foo | head -3")
     assert [(r.program, r.paths) for r in reads] == [("cat", ["x.py"])]
+    # "cat -" reads the pipe (standard input), not a file named "-"
+    reads = parse_shell_command("grep -n foo f | cat -")
+    assert [(r.category, r.program, r.paths) for r in reads] == [("code_search", "grep", ["f"])]
     # xargs grep searches the piped names: a search, with no invented paths
     reads = parse_shell_command("find . -name '*.py' | xargs grep -l foo")
     assert [(r.category, r.program, r.paths) for r in reads] == [
