@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -302,20 +300,6 @@ def test_looks_like_file() -> None:
     assert not looks_like_file("src/*.py")
     assert not looks_like_file(".")
     assert not looks_like_file(".github")
-
-
-def test_speed() -> None:
-    commands = [
-        'find /workspace -type f \\( -name "*.py" -o -name "*.txt" \\) -exec grep -l x {} \\; | sort',
-        "cd /workspace/src && sed -n '10,40p' app.py && grep -rn foo . | head -20",
-        "python -m pytest tests/test_x.py -q 2>&1 | tail -20",
-    ] * 1000
-    start = time.perf_counter()
-    for command in commands:
-        parse_shell_command(command)
-    elapsed = time.perf_counter() - start
-    # 3000 commands: measured ~0.14 s on the dev machine; allow a slow CI machine ~15x
-    assert elapsed < 2.0, elapsed
 
 
 # --------------------------------------------------------------------------- files created
