@@ -238,6 +238,18 @@ def _root_segments(roots: Iterable[str]) -> list[list[str]]:
 _DEFAULT_ROOTS = _root_segments(WORKSPACE_ROOTS)
 
 
+def _inside_checkout(segments: list[str], extra_roots: Collection[str]) -> list[str] | None:
+    """An absolute path's segments below its checkout root (rule 5 of the module
+    docstring); None for a root itself or a folder that holds no repository files."""
+    roots = _DEFAULT_ROOTS + _root_segments(extra_roots) if extra_roots else _DEFAULT_ROOTS
+    for root in roots:
+        if segments[: len(root)] == root:
+            return segments[len(root) :] or None
+    if segments[0] in NON_REPO_ROOTS:
+        return None
+    return segments
+
+
 def normalize_path(
     raw: str | None,
     *,
@@ -314,16 +326,10 @@ def normalize_path(
         return None
 
     if is_absolute:
-        roots = _DEFAULT_ROOTS + _root_segments(extra_roots) if extra_roots else _DEFAULT_ROOTS
-        for root in roots:
-            if segments[: len(root)] == root:
-                segments = segments[len(root) :]
-                if not segments:
-                    return None
-                break
-        else:
-            if segments[0] in NON_REPO_ROOTS:
-                return None
+        inside = _inside_checkout(segments, extra_roots)
+        if inside is None:
+            return None
+        segments = inside
     elif from_diff and len(segments) > 1 and segments[0] in ("a", "b"):
         segments = segments[1:]
 

@@ -83,6 +83,24 @@ def _diff_path(header_value: str) -> str | None:
 _MAX_HUNK_DIGITS = 18
 
 
+def _hunk_chunk(
+    file: str, match: re.Match[str], deleted: bool, old_length: int, new_length: int
+) -> dict[str, Any]:
+    """The chunk record of one hunk header: its new-side line range (old side for a
+    deleted file), at least the one line at its start (a pure deletion ``+c,0``)."""
+    if deleted:
+        start, length = int(match[1]), old_length  # no new side: old range
+    else:
+        start, length = int(match[3]), new_length
+    start = max(start, 1)
+    return {
+        "file": file,
+        "line_start": start,
+        "line_end": max(start + length - 1, start),
+        "annotation": match[5].strip() or None,
+    }
+
+
 def parse_unified_diff(
     text: str, warnings: list[str] | None = None
 ) -> tuple[list[str], list[dict[str, Any]]]:
@@ -164,19 +182,7 @@ def parse_unified_diff(
             old_left = int(match[2]) if match[2] is not None else 1
             new_left = int(match[4]) if match[4] is not None else 1
             if current is not None:
-                if current_deleted:
-                    start, length = int(match[1]), old_left  # no new side: old range
-                else:
-                    start, length = int(match[3]), new_left
-                start = max(start, 1)
-                chunks.append(
-                    {
-                        "file": current,
-                        "line_start": start,
-                        "line_end": max(start + length - 1, start),
-                        "annotation": match[5].strip() or None,
-                    }
-                )
+                chunks.append(_hunk_chunk(current, match, current_deleted, old_left, new_left))
     if git_new is not None and current is None:
         files.setdefault(git_new, None)
     if out_of_range and warnings is not None:

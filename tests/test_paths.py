@@ -189,6 +189,11 @@ def test_extra_roots() -> None:
         ("https://github.com/Istio/Istio.git", "istio"),
         ("Django", "django"),
         ("github.com/org/my--repo", "my--repo"),  # "--" not followed by hex stays
+        # a commit suffix has 6 to 40 lowercase hex digits: 6 is one, 5 is part of the name
+        ("github.com/sg-evals/django--674eda", "django"),
+        ("github.com/sg-evals/django--674ed", "django--674ed"),
+        ("github.com/sg-evals/django--" + "a" * 40, "django"),
+        ("github.com/sg-evals/django--" + "a" * 41, "django--" + "a" * 41),
         ("", ""),
     ],
 )
@@ -201,6 +206,9 @@ def test_split_and_make_key() -> None:
     assert split_key("pilot/x.go") == (None, "pilot/x.go")
     assert split_key("llama.cpp::src/a.cpp") == ("llama.cpp", "src/a.cpp")
     assert split_key("tests/x.py::test_foo") == (None, "tests/x.py::test_foo")
+    # a host-qualified repository before "::" is a key, not a pytest node id
+    assert split_key("github.com/org/repo::x.py") == ("github.com/org/repo", "x.py")
+    assert normalize_path("github.com/org/repo::x.py") == "repo::x.py"
     assert make_key("istio", "a.go") == "istio::a.go"
     assert make_key(None, "a.go") == "a.go"
 

@@ -27,19 +27,8 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "kb",
-        help="RAG knowledge-base evaluation: ingest runs, aggregate, compare",
-        description=(
-            "Store RAG evaluation runs (results JSONL + golden YAML + chunk inventory) in "
-            "SQLite, compute hit@k, MRR, recall@k_doc, citation coverage, groundedness, "
-            "empty-result rate and refusal correctness, and compare two runs."
-        ),
-    )
-    commands = parser.add_subparsers(dest="kb_command", metavar="KB_COMMAND")
-    commands.required = True
-
+def _add_ingest(commands: argparse._SubParsersAction) -> None:
+    """The ``kb ingest`` sub-command: results, golden set, chunk inventory, run metadata."""
     ingest = commands.add_parser(
         "ingest",
         help="store one run (one transaction) and its aggregate",
@@ -79,19 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the ingest summary and aggregate as JSON"
     )
 
-    aggregate = commands.add_parser(
-        "aggregate",
-        help="recompute a run's aggregate metrics and store them",
-        description=(
-            "Compute the aggregate metrics of RUN from its stored results and golden "
-            "snapshot, write them to eval_runs.aggregate_json (4 decimals, NaN as null) "
-            "and print them."
-        ),
-    )
-    aggregate.add_argument("run_id", metavar="RUN", help="run id")
-    _db_option(aggregate)
-    aggregate.add_argument("--json", action="store_true", help="print AggregateMetrics as JSON")
 
+def _add_compare(commands: argparse._SubParsersAction) -> None:
+    """The ``kb compare`` sub-command: the runs, chunker-version policy, bootstrap, report."""
     compare = commands.add_parser(
         "compare",
         help="compare run B (and further runs C...) against run A",
@@ -130,6 +109,37 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--seed", type=SEED.cli_type(), default=0, help="bootstrap RNG seed (default 0)"
     )
     compare.add_argument("--json", action="store_true", help="print the CompareReport as JSON")
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "kb",
+        help="RAG knowledge-base evaluation: ingest runs, aggregate, compare",
+        description=(
+            "Store RAG evaluation runs (results JSONL + golden YAML + chunk inventory) in "
+            "SQLite, compute hit@k, MRR, recall@k_doc, citation coverage, groundedness, "
+            "empty-result rate and refusal correctness, and compare two runs."
+        ),
+    )
+    commands = parser.add_subparsers(dest="kb_command", metavar="KB_COMMAND")
+    commands.required = True
+
+    _add_ingest(commands)
+
+    aggregate = commands.add_parser(
+        "aggregate",
+        help="recompute a run's aggregate metrics and store them",
+        description=(
+            "Compute the aggregate metrics of RUN from its stored results and golden "
+            "snapshot, write them to eval_runs.aggregate_json (4 decimals, NaN as null) "
+            "and print them."
+        ),
+    )
+    aggregate.add_argument("run_id", metavar="RUN", help="run id")
+    _db_option(aggregate)
+    aggregate.add_argument("--json", action="store_true", help="print AggregateMetrics as JSON")
+
+    _add_compare(commands)
 
     delete = commands.add_parser(
         "delete",

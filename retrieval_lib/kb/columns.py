@@ -634,6 +634,78 @@ def _kernel_values(patterns: np.ndarray, names: list[str]) -> dict[str, np.ndarr
     return {name: np.asarray(scores[name], dtype=float)[inverse] for name in names}
 
 
+def _exact_expected_chunks(
+    golden: GoldenSet,
+    run: RunColumns,
+    n_chunks: int,
+    inventory_ids: AbstractSet[str] | None,
+    not_computable: dict[str, str],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact matching: per query its number of relevant chunks, and the expected keys.
+
+    Keys are ``query * n_chunks + chunk code``. A query whose chunk-level values cannot
+    be computed (another chunker, see :func:`evaluate_columns`) gets 0 relevant chunks,
+    no keys and its reason in ``not_computable``.
+    """
+    n = len(golden)
+    chunk_code_of = {c: i for i, c in enumerate(run.chunk_ids)}
+    chunk_lists = [q.expected_chunk_ids for q in golden]
+    distinct, expected_chunk_keys, key_query = _expected_keys(chunk_lists, chunk_code_of, n_chunks)
+    computable = distinct > 0
+    if inventory_ids is not None:
+        flat = list(chain.from_iterable(chunk_lists))
+        known = np.fromiter(map(inventory_ids.__contains__, flat), dtype=bool, count=len(flat))
+        owner = np.repeat(np.arange(n, dtype=np.int64), [len(c) for c in chunk_lists])
+        excluded = computable & (np.bincount(owner[known], minlength=n) == 0)
+        for g in np.flatnonzero(excluded).tolist():
+            not_computable[golden.queries[g].id] = REASON_NOT_IN_INVENTORY
+        computable &= ~excluded
+        expected_chunk_keys = expected_chunk_keys[computable[key_query]]
+    elif run.chunk_ids and expected_chunk_keys.size == 0:
+        # No inventory, and the run retrieved chunks none of which is an expected one:
+        # its chunk ids cannot be told apart from another chunker's, so every query's
+        # chunk-level values are missing (not a 0 over every query).
+        for g in np.flatnonzero(computable).tolist():
+            not_computable[golden.queries[g].id] = REASON_NO_INVENTORY_MATCH
+        computable[:] = False
+    return np.where(computable, distinct, 0), expected_chunk_keys
+
+
+def _first_relevant_hits(
+    n: int,
+    relevant_query: np.ndarray,
+    relevant_position: np.ndarray,
+    relevant_target: np.ndarray,
+    target_names: Sequence[str],
+) -> tuple[list[int | None], list[str | None]]:
+    """Per query, the rank of its first relevant hit within the top 10 and the expected
+    chunk it matched (None without one); relevant hits come in query, rank order."""
+    in_top = relevant_position <= MRR_CUTOFF
+    first_queries, first_index = np.unique(relevant_query[in_top], return_index=True)
+    first_rank: list[int | None] = [None] * n
+    matched_chunk: list[str | None] = [None] * n
+    for g, rank, target in zip(
+        first_queries.tolist(),
+        relevant_position[in_top][first_index].tolist(),
+        relevant_target[in_top][first_index].tolist(),
+        strict=True,
+    ):
+        first_rank[g] = rank
+        matched_chunk[g] = target_names[target]
+    return first_rank, matched_chunk
+
+
+def _first_hits_of_expected_docs(
+    run: RunColumns, scored: _ScoredHits, n_docs: int, expected_doc_keys: np.ndarray
+) -> np.ndarray:
+    """Indices into ``scored`` of the hits that cover an expected document: a hit covers
+    its document at the rank of the document's first hit (later hits of it add nothing)."""
+    doc_key = scored.query * n_docs + run.doc_codes[scored.hit].astype(np.int64)
+    _, first_of_doc = np.unique(doc_key, return_index=True)
+    first_of_doc.sort()
+    return first_of_doc[np.isin(doc_key[first_of_doc], expected_doc_keys)]
+
+
 def evaluate_columns(
     golden: GoldenSet,
     run: RunColumns,
@@ -680,38 +752,15 @@ def evaluate_columns(
     scored = _scored_hits(run, golden.ids)
     n_chunks = max(len(run.chunk_ids), 1)
     n_docs = max(len(run.doc_ids), 1)
-    chunk_code_of = {c: i for i, c in enumerate(run.chunk_ids)}
     doc_code_of = {d: i for i, d in enumerate(run.doc_ids)}
     not_computable: dict[str, str] = {}
     n_relevant_docs, expected_doc_keys, _ = _expected_keys(
         [q.expected_doc_ids for q in golden], doc_code_of, n_docs
     )
     if mode == MATCH_EXACT:
-        chunk_lists = [q.expected_chunk_ids for q in golden]
-        distinct, expected_chunk_keys, key_query = _expected_keys(
-            chunk_lists, chunk_code_of, n_chunks
+        n_relevant_chunks, expected_chunk_keys = _exact_expected_chunks(
+            golden, run, n_chunks, inventory_ids, not_computable
         )
-        computable = distinct > 0
-        if inventory_ids is not None:
-            flat = list(chain.from_iterable(chunk_lists))
-            known = np.fromiter(map(inventory_ids.__contains__, flat), dtype=bool, count=len(flat))
-            owner = np.repeat(np.arange(n, dtype=np.int64), [len(c) for c in chunk_lists])
-            excluded = computable & (np.bincount(owner[known], minlength=n) == 0)
-            for g in np.flatnonzero(excluded).tolist():
-                not_computable[golden.queries[g].id] = REASON_NOT_IN_INVENTORY
-            computable &= ~excluded
-            expected_chunk_keys = expected_chunk_keys[computable[key_query]]
-        elif run.chunk_ids and expected_chunk_keys.size == 0:
-            # No inventory, and the run retrieved chunks none of which is an expected one:
-            # its chunk ids cannot be told apart from another chunker's, so every query's
-            # chunk-level values are missing (not a 0 over every query).
-            for g in np.flatnonzero(computable).tolist():
-                not_computable[golden.queries[g].id] = REASON_NO_INVENTORY_MATCH
-            computable[:] = False
-        n_relevant_chunks = np.where(computable, distinct, 0)
-
-    matched_chunk: list[str | None] = [None] * n
-    if mode == MATCH_EXACT:
         codes = run.chunk_codes[scored.hit].astype(np.int64)
         relevant = np.flatnonzero(np.isin(scored.query * n_chunks + codes, expected_chunk_keys))
         relevant_target = codes[relevant]
@@ -729,24 +778,11 @@ def evaluate_columns(
 
     relevant_query = scored.query[relevant]
     relevant_position = scored.position[relevant]
-    # First relevant hit within the top 10 (relevant hits are in query, rank order).
-    in_top = relevant_position <= MRR_CUTOFF
-    first_queries, first_index = np.unique(relevant_query[in_top], return_index=True)
-    first_rank: list[int | None] = [None] * n
-    for g, rank, target in zip(
-        first_queries.tolist(),
-        relevant_position[in_top][first_index].tolist(),
-        relevant_target[in_top][first_index].tolist(),
-        strict=True,
-    ):
-        first_rank[g] = rank
-        matched_chunk[g] = target_names[target]
+    first_rank, matched_chunk = _first_relevant_hits(
+        n, relevant_query, relevant_position, relevant_target, target_names
+    )
 
-    # Documents: a hit covers its document at the rank of the document's first hit.
-    doc_key = scored.query * n_docs + run.doc_codes[scored.hit].astype(np.int64)
-    _, first_of_doc = np.unique(doc_key, return_index=True)
-    first_of_doc.sort()
-    doc_relevant = first_of_doc[np.isin(doc_key[first_of_doc], expected_doc_keys)]
+    doc_relevant = _first_hits_of_expected_docs(run, scored, n_docs, expected_doc_keys)
 
     chunk_names = [f"Hit@{k}" for k in K_VALUES] + [f"RR@{MRR_CUTOFF}"]
     doc_names = [f"R@{k}" for k in K_VALUES]

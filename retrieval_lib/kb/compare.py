@@ -425,6 +425,76 @@ def compare_records(
     )
 
 
+def _judge(
+    query: GoldenQuery,
+    i: int,
+    side_a: _Side,
+    side_b: _Side,
+    pq_a: PerQueryMetrics,
+    pq_b: PerQueryMetrics,
+) -> tuple[ComparisonKind, str, int | None, int | None, str]:
+    """One query judged: ``(kind, note, a_rank, b_rank, criterion)``.
+
+    ``i`` is the query's position in the reference set (the rows of ``pq_a``/``pq_b``).
+    A should-refuse query is judged by refusal, one without expected chunks at the
+    document level, one whose chunks cannot be matched is not comparable (a draw), any
+    other by the rank of its first expected chunk.
+    """
+    if query.should_refuse:
+        a_ok, b_ok = side_a.refused(query.id), side_b.refused(query.id)
+        criterion = "refusal"
+        a_rank = b_rank = None
+        if a_ok and not b_ok:
+            kind, note = ComparisonKind.REGRESSION, "should refuse: A refused, B did not"
+        elif b_ok and not a_ok:
+            kind, note = ComparisonKind.WIN, "should refuse: B refused, A did not"
+        else:
+            kind = ComparisonKind.DRAW
+            note = (
+                "should refuse: refused on both sides"
+                if a_ok
+                else "should refuse: refused on neither side"
+            )
+    elif not query.expected_chunk_ids:
+        criterion = "doc"
+        a_rank, b_rank = side_a.doc_rank(query), side_b.doc_rank(query)
+        kind, note = _rank_kind(a_rank, b_rank, None, None)
+        note = "doc level (no expected chunks): " + note
+    elif query.id in pq_a.not_computable or query.id in pq_b.not_computable:
+        criterion = "not_comparable"
+        a_rank = b_rank = None
+        why = pq_a.not_computable.get(query.id) or pq_b.not_computable[query.id]
+        which = "A" if query.id in pq_a.not_computable else "B"
+        kind, note = ComparisonKind.DRAW, f"not comparable: in run {which}, {why}"
+    else:
+        criterion = "chunk"
+        a_rank, b_rank = pq_a.first_hit_rank[i], pq_b.first_hit_rank[i]
+        kind, note = _rank_kind(a_rank, b_rank, pq_a.matched_chunk[i], pq_b.matched_chunk[i])
+    return kind, note, a_rank, b_rank, criterion
+
+
+def _significance(
+    pq_a: PerQueryMetrics, pq_b: PerQueryMetrics, n_bootstrap: int, confidence: float, seed: int
+) -> dict[str, Any]:
+    """Paired bootstrap CI and Wilcoxon test of the per-query MRR and hit@k deltas (B − A)."""
+    significance: dict[str, Any] = {
+        "mrr": paired_delta_stats(
+            pq_b.reciprocal_rank - pq_a.reciprocal_rank,
+            n_bootstrap=n_bootstrap,
+            confidence=confidence,
+            seed=seed,
+        )
+    }
+    for k in K_VALUES:
+        significance[f"hit@{k}"] = paired_delta_stats(
+            pq_b.hit_at_k[k] - pq_a.hit_at_k[k],
+            n_bootstrap=n_bootstrap,
+            confidence=confidence,
+            seed=seed,
+        )
+    return significance
+
+
 def _compare(
     run_a: str,
     run_b: str,
@@ -475,36 +545,7 @@ def _compare(
             notes.append("not in run B's golden set")
         elif entry_b is not query and entry_b != query:
             notes.append("golden entry differs between the runs; judged by A's")
-        if query.should_refuse:
-            a_ok, b_ok = side_a.refused(query.id), side_b.refused(query.id)
-            criterion = "refusal"
-            a_rank = b_rank = None
-            if a_ok and not b_ok:
-                kind, note = ComparisonKind.REGRESSION, "should refuse: A refused, B did not"
-            elif b_ok and not a_ok:
-                kind, note = ComparisonKind.WIN, "should refuse: B refused, A did not"
-            else:
-                kind = ComparisonKind.DRAW
-                note = (
-                    "should refuse: refused on both sides"
-                    if a_ok
-                    else "should refuse: refused on neither side"
-                )
-        elif not query.expected_chunk_ids:
-            criterion = "doc"
-            a_rank, b_rank = side_a.doc_rank(query), side_b.doc_rank(query)
-            kind, note = _rank_kind(a_rank, b_rank, None, None)
-            note = "doc level (no expected chunks): " + note
-        elif query.id in pq_a.not_computable or query.id in pq_b.not_computable:
-            criterion = "not_comparable"
-            a_rank = b_rank = None
-            why = pq_a.not_computable.get(query.id) or pq_b.not_computable[query.id]
-            which = "A" if query.id in pq_a.not_computable else "B"
-            kind, note = ComparisonKind.DRAW, f"not comparable: in run {which}, {why}"
-        else:
-            criterion = "chunk"
-            a_rank, b_rank = pq_a.first_hit_rank[i], pq_b.first_hit_rank[i]
-            kind, note = _rank_kind(a_rank, b_rank, pq_a.matched_chunk[i], pq_b.matched_chunk[i])
+        kind, note, a_rank, b_rank, criterion = _judge(query, i, side_a, side_b, pq_a, pq_b)
         notes.insert(0, note)
         side_note = notes_a.get(query.id)
         if side_note is not None:
@@ -516,21 +557,7 @@ def _compare(
             QueryComparison(query.id, kind, a_rank, b_rank, "; ".join(notes), criterion)
         )
 
-    significance: dict[str, Any] = {
-        "mrr": paired_delta_stats(
-            pq_b.reciprocal_rank - pq_a.reciprocal_rank,
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
-    }
-    for k in K_VALUES:
-        significance[f"hit@{k}"] = paired_delta_stats(
-            pq_b.hit_at_k[k] - pq_a.hit_at_k[k],
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
+    significance = _significance(pq_a, pq_b, n_bootstrap, confidence, seed)
     counts = Counter(q.kind.value for q in per_query)
     deltas = metric_deltas(aggregate_a, aggregate_b)
     deltas.update(

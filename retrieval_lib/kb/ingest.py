@@ -462,6 +462,110 @@ def _stored_without_aggregate(
     )
 
 
+def _insert_run_row(
+    store: KBStore,
+    run_id: str,
+    suite: str,
+    chunker_version: str | None,
+    config: dict[str, Any] | None,
+    snapshot: GoldenSet,
+    inventory: Mapping[str, ChunkRecord] | None,
+) -> None:
+    """The run's ``eval_runs`` row (snapshots, no ingest info yet) and its chunk inventory."""
+    store.insert_run(
+        run_id=run_id,
+        suite=suite,
+        created_at=now_iso(),
+        chunker_version=chunker_version,
+        config_snapshot_json=None
+        if config is None
+        else orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode(),
+        golden_snapshot_json=orjson.dumps(
+            snapshot.to_snapshot(), option=orjson.OPT_SORT_KEYS
+        ).decode(),
+        ingest_json=None,
+    )
+    if inventory is not None:
+        store.insert_chunks(
+            run_id,
+            (
+                (c.chunk_id, c.doc_id, orjson.dumps([list(s) for s in c.source_spans]).decode())
+                for c in inventory.values()
+            ),
+        )
+
+
+def _insert_results(
+    store: KBStore,
+    run_id: str,
+    results_file: Path,
+    golden: GoldenSet,
+    inventory: Mapping[str, ChunkRecord] | None,
+    progress: Callable[[int], None] | None,
+) -> tuple[int, list[str]]:
+    """Validate and store every result line (rows in batches, then the run's columns).
+
+    Returns the number of results written and the golden query ids without a line.
+    """
+    seen: dict[str, int] = {}
+    written = 0
+    columns = RunColumnsBuilder()
+    batch: list[tuple[str, str]] = []
+    for number, line in _json_lines(results_file):
+        try:
+            result = parse_result(_decode(results_file, number, line), inventory)
+        except _LineError as exc:
+            raise IngestError(f"{results_file}:{number}: {exc}") from exc
+        if result.query_id not in golden:
+            raise IngestError(
+                f"{results_file}:{number}: query_id {result.query_id!r} is not in the "
+                f"golden set {golden.source}"
+            )
+        if result.query_id in seen:
+            raise IngestError(
+                f"{results_file}:{number}: query_id {result.query_id!r} repeats line "
+                f"{seen[result.query_id]}"
+            )
+        seen[result.query_id] = number
+        columns.add(result)
+        batch.append(
+            (
+                result.query_id,
+                orjson.dumps(result.to_dict(), option=orjson.OPT_SORT_KEYS).decode(),
+            )
+        )
+        if len(batch) >= _BATCH:
+            store.insert_results(run_id, batch)
+            written += len(batch)
+            batch = []
+            if progress is not None:
+                progress(written)
+    store.insert_results(run_id, batch)
+    written += len(batch)
+    store.insert_columns(run_id, columns.build().encode())
+    return written, [q for q in golden.ids if q not in seen]
+
+
+def _record_ingest(store: KBStore, run_id: str, ingest_info: dict[str, Any]) -> None:
+    """Write where the run came from (``eval_runs.ingest_json``): an ingest's last write."""
+    store.conn.execute(
+        "UPDATE eval_runs SET ingest_json = ? WHERE run_id = ?",
+        (orjson.dumps(ingest_info, option=orjson.OPT_SORT_KEYS).decode(), run_id),
+    )
+
+
+def _resume_or_refuse(
+    store: KBStore, run_id: str, results_sha: str, golden: GoldenSet, *, resume: bool
+) -> IngestSummary:
+    """An existing run id: the summary of a run to resume, else :class:`RunExistsError`."""
+    resumed = _stored_without_aggregate(
+        store, run_id, results_sha, golden.sha256, len(golden), resume=resume
+    )
+    if resumed is not None:
+        return resumed
+    raise RunExistsError(run_exists_message(run_id, store.path))
+
+
 def ingest_run(
     store: KBStore,
     results_path: str | Path,
@@ -525,73 +629,13 @@ def ingest_run(
     if not run_id.strip():
         raise IngestError("run id must not be empty")
     if store.has_run(run_id):
-        resumed = _stored_without_aggregate(
-            store, run_id, results_sha, golden.sha256, len(golden), resume=resume
-        )
-        if resumed is not None:
-            return resumed
-        raise RunExistsError(run_exists_message(run_id, store.path))
+        return _resume_or_refuse(store, run_id, results_sha, golden, resume=resume)
     snapshot, warnings = _snapshot_golden(golden, inventory)
 
-    seen: dict[str, int] = {}
-    written = 0
-    columns = RunColumnsBuilder()
     with store.transaction(), paused_gc():
-        store.insert_run(
-            run_id=run_id,
-            suite=suite if suite is not None else Path(golden_path).stem,
-            created_at=now_iso(),
-            chunker_version=chunker_version,
-            config_snapshot_json=None
-            if config is None
-            else orjson.dumps(config, option=orjson.OPT_SORT_KEYS).decode(),
-            golden_snapshot_json=orjson.dumps(
-                snapshot.to_snapshot(), option=orjson.OPT_SORT_KEYS
-            ).decode(),
-            ingest_json=None,
-        )
-        if inventory is not None:
-            store.insert_chunks(
-                run_id,
-                (
-                    (c.chunk_id, c.doc_id, orjson.dumps([list(s) for s in c.source_spans]).decode())
-                    for c in inventory.values()
-                ),
-            )
-        batch: list[tuple[str, str]] = []
-        for number, line in _json_lines(results_file):
-            try:
-                result = parse_result(_decode(results_file, number, line), inventory)
-            except _LineError as exc:
-                raise IngestError(f"{results_file}:{number}: {exc}") from exc
-            if result.query_id not in golden:
-                raise IngestError(
-                    f"{results_file}:{number}: query_id {result.query_id!r} is not in the "
-                    f"golden set {golden.source}"
-                )
-            if result.query_id in seen:
-                raise IngestError(
-                    f"{results_file}:{number}: query_id {result.query_id!r} repeats line "
-                    f"{seen[result.query_id]}"
-                )
-            seen[result.query_id] = number
-            columns.add(result)
-            batch.append(
-                (
-                    result.query_id,
-                    orjson.dumps(result.to_dict(), option=orjson.OPT_SORT_KEYS).decode(),
-                )
-            )
-            if len(batch) >= _BATCH:
-                store.insert_results(run_id, batch)
-                written += len(batch)
-                batch = []
-                if progress is not None:
-                    progress(written)
-        store.insert_results(run_id, batch)
-        written += len(batch)
-        store.insert_columns(run_id, columns.build().encode())
-        missing = [q for q in golden.ids if q not in seen]
+        suite = suite if suite is not None else Path(golden_path).stem
+        _insert_run_row(store, run_id, suite, chunker_version, config, snapshot, inventory)
+        written, missing = _insert_results(store, run_id, results_file, golden, inventory, progress)
         ingest_info = {
             "results_path": str(results_file),
             "results_sha256": results_sha,
@@ -605,10 +649,7 @@ def ingest_run(
             "missing_query_ids": missing[:_MAX_LISTED],
             "warnings": warnings[:_MAX_LISTED],
         }
-        store.conn.execute(
-            "UPDATE eval_runs SET ingest_json = ? WHERE run_id = ?",
-            (orjson.dumps(ingest_info, option=orjson.OPT_SORT_KEYS).decode(), run_id),
-        )
+        _record_ingest(store, run_id, ingest_info)
     return IngestSummary(
         run_id=run_id,
         results=written,

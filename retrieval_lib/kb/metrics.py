@@ -276,7 +276,43 @@ def aggregate_from_columns(
         raise ValueError("per_query was computed for another golden set")
     denominators: dict[str, int] = {}
     null_reasons: dict[str, str] = {}
+    hit_at_k, mrr, recall = _ranking_metrics(per_query, denominators, null_reasons)
+    known = set(run.chunk_ids) if known_chunk_ids is None else known_chunk_ids
+    counts = _count_answers(golden, run, known)
+    answers = counts.answers
+    denominators.update(
+        citation_coverage=counts.grounded_answers,
+        groundedness=answers,
+        empty_result_rate=counts.ran,
+        refusal_correctness=counts.should_refuse if answers else 0,
+    )
+    null_reasons.update(_answer_null_reasons(counts))
 
+    return AggregateMetrics(
+        hit_at_k=hit_at_k,
+        mrr=mrr,
+        recall_at_k_doc=recall,
+        citation_coverage=_rate(counts.covered, counts.grounded_answers),
+        groundedness=_rate(counts.grounded_ok, answers),
+        empty_result_rate=_rate(counts.empty, counts.ran),
+        refusal_correctness=_rate(counts.refused, counts.should_refuse) if answers else math.nan,
+        total_queries=len(golden),
+        failed_queries=counts.failed,
+        denominators=denominators,
+        null_reasons=null_reasons,
+        chunk_match=mode,
+        citation_resolution="retrieved_chunks" if known_chunk_ids is None else "chunk_inventory",
+    )
+
+
+def _ranking_metrics(
+    per_query: PerQueryMetrics, denominators: dict[str, int], null_reasons: dict[str, str]
+) -> tuple[dict[int, float], float, dict[int, float]]:
+    """``hit_at_k``, ``mrr`` and ``recall_at_k_doc``: means of the per-query values.
+
+    Fills in their ``denominators`` and, when a mean has no query or some queries were
+    left out, ``null_reasons``.
+    """
     hit_at_k = {}
     for k in K_VALUES:
         hit_at_k[k], denominators["hit_at_k"] = _mean(per_query.hit_at_k[k])
@@ -299,14 +335,32 @@ def aggregate_from_columns(
         )
     if denominators["recall_at_k_doc"] == 0:
         null_reasons["recall_at_k_doc"] = "no query has expected_doc_ids"
+    return hit_at_k, mrr, recall
 
-    known = set(run.chunk_ids) if known_chunk_ids is None else known_chunk_ids
+
+@dataclass(frozen=True)
+class _AnswerCounts:
+    """The counts behind the answer-level rates (and ``empty_result_rate``)."""
+
+    failed: int  # golden queries with an error or without a result line
+    ran: int
+    empty: int  # ran, with zero hits
+    answers: int
+    grounded_answers: int
+    covered: int  # grounded answers whose every citation resolves
+    grounded_ok: int  # answers with every must_contain and no forbidden string
+    should_refuse: int
+    refused: int  # should-refuse queries whose answer refused
+
+
+def _count_answers(golden: GoldenSet, run: RunColumns, known: AbstractSet[str]) -> _AnswerCounts:
+    """Count, query by query, what the answer-level rates divide."""
     # Citation markers repeat ("[#1]", "[#2]", ...): match each distinct one once.
     is_marker: dict[str, bool] = {}
     failed = ran = empty = 0
     answers = grounded_answers = covered = grounded_ok = 0
     should_refuse = refused = 0
-    # Plain loops instead of all()/any() over generators: this runs once per query.
+    # Plain loops and local counters: this runs once per query.
     for query, (query_ran, n_hits, answer) in zip(golden, _answer_states(golden, run), strict=True):
         if not query_ran:
             failed += 1
@@ -343,39 +397,33 @@ def aggregate_from_columns(
         if query.should_refuse:
             should_refuse += 1
             refused += answer is not None and not answer[1]
-
-    denominators.update(
-        citation_coverage=grounded_answers,
-        groundedness=answers,
-        empty_result_rate=ran,
-        refusal_correctness=should_refuse if answers else 0,
+    return _AnswerCounts(
+        failed=failed,
+        ran=ran,
+        empty=empty,
+        answers=answers,
+        grounded_answers=grounded_answers,
+        covered=covered,
+        grounded_ok=grounded_ok,
+        should_refuse=should_refuse,
+        refused=refused,
     )
-    if grounded_answers == 0:
-        null_reasons["citation_coverage"] = "no grounded answer"
-    if answers == 0:
-        null_reasons["groundedness"] = "no answer (retrieval-only run or every query failed)"
-    if ran == 0:
-        null_reasons["empty_result_rate"] = "no query ran without error"
-    if should_refuse == 0:
-        null_reasons["refusal_correctness"] = "the golden set has no should-refuse query"
-    elif answers == 0:
-        null_reasons["refusal_correctness"] = "the run has no answers, so it cannot refuse"
 
-    return AggregateMetrics(
-        hit_at_k=hit_at_k,
-        mrr=mrr,
-        recall_at_k_doc=recall,
-        citation_coverage=_rate(covered, grounded_answers),
-        groundedness=_rate(grounded_ok, answers),
-        empty_result_rate=_rate(empty, ran),
-        refusal_correctness=_rate(refused, should_refuse) if answers else math.nan,
-        total_queries=len(golden),
-        failed_queries=failed,
-        denominators=denominators,
-        null_reasons=null_reasons,
-        chunk_match=mode,
-        citation_resolution="retrieved_chunks" if known_chunk_ids is None else "chunk_inventory",
-    )
+
+def _answer_null_reasons(counts: _AnswerCounts) -> dict[str, str]:
+    """Why each answer-level rate (and ``empty_result_rate``) is null, when it is."""
+    reasons = {}
+    if counts.grounded_answers == 0:
+        reasons["citation_coverage"] = "no grounded answer"
+    if counts.answers == 0:
+        reasons["groundedness"] = "no answer (retrieval-only run or every query failed)"
+    if counts.ran == 0:
+        reasons["empty_result_rate"] = "no query ran without error"
+    if counts.should_refuse == 0:
+        reasons["refusal_correctness"] = "the golden set has no should-refuse query"
+    elif counts.answers == 0:
+        reasons["refusal_correctness"] = "the run has no answers, so it cannot refuse"
+    return reasons
 
 
 def compute_aggregate(store: Any, run_id: str) -> AggregateMetrics:

@@ -68,6 +68,12 @@ def render_report_md(report: CompareReport) -> str:
     >>> "| q1 | null | 1 |" in md
     True
     """
+    lines = _header_lines(report) + _aggregate_lines(report) + _outcome_lines(report)
+    return "\n".join(lines) + "\n"
+
+
+def _header_lines(report: CompareReport) -> list[str]:
+    """Title, the two runs (chunker version, queries, failures) and the chunk matching."""
     deltas = report.deltas
     run_a, run_b = markdown_code(report.run_a), markdown_code(report.run_b)
     lines = [
@@ -89,7 +95,12 @@ def render_report_md(report: CompareReport) -> str:
             "spans cover at least 50% of an expected chunk's characters; the chunk-level "
             "figures below differ from the exact ones stored with each run)"
         )
-    lines += [
+    return lines
+
+
+def _aggregate_lines(report: CompareReport) -> list[str]:
+    """The aggregate metrics table (A, B, delta, paired statistics), denominators, nulls."""
+    lines = [
         "",
         "## Aggregate metrics (delta = B − A)",
         "",
@@ -128,9 +139,13 @@ def render_report_md(report: CompareReport) -> str:
     }
     if reasons:
         lines += ["", "Missing values:"] + [f"- {k}: {v}" for k, v in reasons.items()]
+    return lines
 
+
+def _outcome_lines(report: CompareReport) -> list[str]:
+    """Per-query kind counts, their definitions and the Wins, Losses, Regressions tables."""
     counts = report.kind_counts()
-    lines += [
+    lines = [
         "",
         "## Per-query outcomes",
         "",
@@ -154,4 +169,4 @@ def render_report_md(report: CompareReport) -> str:
             f"{format_value(q.b_hit_rank)} | {_cell(q.note or '')} |"
             for q in rows
         ]
-    return "\n".join(lines) + "\n"
+    return lines

@@ -230,6 +230,24 @@ def test_refusal_correctness_counts_a_failed_should_refuse_query_as_not_refused(
     assert aggregate_from_records(golden, results).refusal_correctness == 0.5
 
 
+def test_refusal_correctness_is_null_for_a_run_without_answers():
+    # a retrieval-only run cannot refuse: a should-refuse query makes the metric
+    # missing (null, with the reason), not 0.0 ("did not refuse")
+    golden = parse_golden([golden_entry("r1", []), golden_entry("q1", ["d1"], ["c1"])])
+    results = _results(
+        {"query_id": "r1", "hits": []},
+        {"query_id": "q1", "hits": [hit("c1", "d1", 1)]},
+    )
+    agg = aggregate_from_records(golden, results)
+    assert math.isnan(agg.refusal_correctness)
+    stored = json.loads(agg.to_json())
+    assert stored["refusal_correctness"] is None
+    assert stored["null_reasons"]["refusal_correctness"] == (
+        "the run has no answers, so it cannot refuse"
+    )
+    assert agg.hit_at_k[1] == 1.0  # the retrieval metrics are still there
+
+
 def test_empty_result_rate_and_totals():
     golden = parse_golden([golden_entry(f"q{i}", ["d"]) for i in range(4)])
     results = _results(
@@ -284,7 +302,7 @@ def test_rounding_to_four_decimals_happens_on_storage_only():
     assert AggregateMetrics.from_dict(json.loads(agg.to_json())).mrr == 0.3333
 
 
-def test_compute_aggregate_twice_is_identical(tmp_path):
+def test_compute_aggregate_of_a_stored_run_by_hand_and_twice_identical(tmp_path):
     entries = [
         golden_entry(f"q{i}", [f"d{i % 3}"], [f"c{i}"], must_contain=["x"]) for i in range(20)
     ]
@@ -303,9 +321,28 @@ def test_compute_aggregate_twice_is_identical(tmp_path):
         first = compute_aggregate(store, "run")
         second = compute_aggregate(store, "run")
     assert first.to_json() == second.to_json()
-    assert first.to_dict() == second.to_dict()
+    # by hand: q{i} has i % 7 hits starting with its own chunk c{i} (doc d{i % 3}) at
+    # rank 1, so the 17 queries with i % 7 != 0 (all but 0, 7, 14) hit at every k
+    assert first.hit_at_k == dict.fromkeys((1, 3, 5, 10), 17 / 20)
+    assert first.mrr == 17 / 20
+    assert first.recall_at_k_doc == dict.fromkeys((1, 3, 5, 10), 17 / 20)
+    # zero hits: q0, q7, q14 and the should-refuse r, of 21 queries that ran
+    assert first.empty_result_rate == 4 / 21
     # ten odd i answered "x"; the refusal has nothing it must contain, so it counts too
     assert first.groundedness == 11 / 21
+    assert first.refusal_correctness == 1.0  # r answered grounded=False
+    assert first.citation_coverage == 1.0  # 20 grounded answers, none with a citation
+    assert (first.total_queries, first.failed_queries) == (21, 0)
+    assert first.denominators == {
+        "hit_at_k": 20,
+        "mrr": 20,
+        "recall_at_k_doc": 20,
+        "citation_coverage": 20,
+        "groundedness": 21,
+        "empty_result_rate": 21,
+        "refusal_correctness": 1,
+    }
+    assert json.loads(first.to_json())["empty_result_rate"] == 0.1905  # 4 / 21 rounded
 
 
 def test_span_coverage_merges_and_intersects():
@@ -327,9 +364,10 @@ def test_records_round_trip():
 
 
 def test_citation_markers_must_be_strict():
-    golden = parse_golden([golden_entry(f"q{i}", ["d1"], ["c1"]) for i in range(4)])
+    golden = parse_golden([golden_entry(f"q{i}", ["d1"], ["c1"]) for i in range(7)])
     rows = []
-    for i, marker in enumerate(["[#1]", "[1]", "[#0]", "see chunk 1"]):
+    markers = ["[#1]", "[1]", "[#0]", "see chunk 1", "see [#1]", "[#1] above", " [#1]"]
+    for i, marker in enumerate(markers):
         rows.append(
             {
                 "query_id": f"q{i}",
@@ -338,7 +376,9 @@ def test_citation_markers_must_be_strict():
             }
         )
     agg = aggregate_from_records(golden, _results(*rows), known_chunk_ids={"c1"})
-    assert agg.citation_coverage == 0.25  # only "[#1]" is a citation marker
+    # only the bare "[#1]" is a citation marker: one inside other text is not
+    assert agg.citation_coverage == 1 / 7
+    assert agg.denominators["citation_coverage"] == 7
 
 
 spans_strategy = st.lists(

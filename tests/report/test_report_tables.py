@@ -138,10 +138,15 @@ def test_mean_ci_matches_scipy_percentile_bootstrap():
 
 
 def test_mean_ci_is_reproducible_and_narrows_with_alpha():
-    values = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    values = [0.03, 0.21, 0.47, 0.5, 0.88, 0.97]  # irregular: every seed its own quantiles
     a = tables.mean_ci(values, seed=7, n_boot=3000)
     b = tables.mean_ci(values, seed=7, n_boot=3000)
     assert a == b
+    # the seeded percentile bootstrap, resampled independently: 3000 draws of 6 indices
+    rng = np.random.default_rng(7)
+    means = np.asarray(values)[rng.integers(0, 6, size=(3000, 6))].mean(axis=1)
+    assert (a.n, a.mean) == (6, pytest.approx(3.06 / 6))
+    assert (a.ci_low, a.ci_high) == pytest.approx(tuple(np.quantile(means, [0.025, 0.975])))
     wide = tables.mean_ci(values, alpha=0.01, seed=7, n_boot=3000)
     assert wide.ci_low < a.ci_low and wide.ci_high > a.ci_high
 

@@ -50,8 +50,21 @@ def noisy_frame():
 
 
 def test_result_has_the_stable_columns(noisy_frame):
-    for func in (spearman, pearson):
-        assert tuple(func(noisy_frame, "file.AP", "reward").columns) == CORRELATION_COLUMNS
+    # the columns written out (docs/contracts.md), not the module's own constant
+    expected = (
+        "x", "y", "method", "n", "r", "ci_low", "ci_high", "p_value", "p_method",
+        "auc", "auc_ci_low", "auc_ci_high", "rank_biserial", "computable", "reason",
+    )  # fmt: skip
+    assert expected == CORRELATION_COLUMNS
+    for func, method in ((spearman, "spearman"), (pearson, "pearson")):
+        frame = func(noisy_frame, "file.AP", "reward")
+        assert tuple(frame.columns) == expected and len(frame) == 1
+        row = frame.iloc[0]
+        # 30 rows, x missing at 2 and 11, y at 11 and 20: 27 complete pairs
+        assert (row["x"], row["y"], row["method"], row["n"]) == ("file.AP", "reward", method, 27)
+        # a correlation row leaves the AUC columns empty
+        assert math.isnan(row["auc"]) and math.isnan(row["auc_ci_low"])
+        assert math.isnan(row["rank_biserial"])
 
 
 def test_pearson_matches_pingouin_including_ci_and_p(noisy_frame):
@@ -178,10 +191,35 @@ def test_auc_with_ties_by_hand_and_against_scipy():
     exact = stats.mannwhitneyu(pos, neg, method=stats.PermutationMethod(n_resamples=np.inf))
     assert row["p_method"] == "exact"
     assert row["p_value"] == pytest.approx(exact.pvalue, rel=1e-12)
-    q1, q2 = area / (2 - area), 2 * area**2 / (1 + area)
-    se = math.sqrt((area * (1 - area) + 2 * (q1 - area**2) + 2 * (q2 - area**2)) / 9)
-    assert row["auc_ci_high"] == pytest.approx(min(area + Z975 * se, 1.0))
-    assert row["auc_ci_low"] == pytest.approx(max(area - Z975 * se, 0.0))
+
+
+def test_auc_ci_with_unequal_classes_by_hand_from_hanley_mcneil():
+    # Hanley & McNeil (1982), eq. 2: with n_A abnormal (here: passing) and n_N normal cases,
+    # SE^2 = [A(1 - A) + (n_A - 1)(Q1 - A^2) + (n_N - 1)(Q2 - A^2)] / (n_A n_N), where
+    # Q1 = A / (2 - A) (two passes both above one fail) and Q2 = 2A^2 / (1 + A) (one pass
+    # above two fails). Unequal class sizes, so swapping Q1 and Q2 changes the answer.
+    from fractions import Fraction as F
+
+    pos, neg = [0.5, 0.7, 0.9, 0.95], [0.5, 0.2]
+    df = pd.DataFrame({"m": pos + neg, "passed": [1, 1, 1, 1, 0, 0]})
+    row = auc(df, "m", "passed").iloc[0]
+    # 0.5 ties 0.5 and beats 0.2 (1.5); 0.7, 0.9, 0.95 beat both (2 each): 7.5 of 8
+    area = F(15, 16)
+    assert row["auc"] == float(area)
+    q1 = area / (2 - area)  # 15/17
+    q2 = 2 * area * area / (1 + area)  # 225/248
+    assert (q1, q2) == (F(15, 17), F(225, 248))
+    n_pass, n_fail = 4, 2
+    variance = (
+        area * (1 - area) + (n_pass - 1) * (q1 - area**2) + (n_fail - 1) * (q2 - area**2)
+    ) / (n_pass * n_fail)
+    low = float(area) - Z975 * math.sqrt(variance)
+    assert row["auc_ci_low"] == pytest.approx(low, rel=1e-12)
+    assert row["auc_ci_low"] == pytest.approx(0.7213638240608198, rel=1e-12)
+    assert row["auc_ci_high"] == 1.0  # 0.9375 + 0.2161 clipped to 1
+    # with Q1 and Q2 swapped the lower bound would be 0.6717
+    swapped = (area * (1 - area) + 3 * (q2 - area**2) + (q1 - area**2)) / 8
+    assert float(area) - Z975 * math.sqrt(swapped) == pytest.approx(0.6717315895690126)
 
 
 def test_auc_and_rank_biserial_against_mann_whitney_u_on_a_larger_sample():

@@ -544,6 +544,34 @@ def test_wilcoxon_without_ties_matches_scipy_exact(n):
     assert res.statistic == ref.statistic
 
 
+def test_wilcoxon_at_fifty_untied_deltas_is_still_exact():
+    # the largest untied sample tested exactly: |d| = 1..50 (no ties), the nine largest
+    # and the 11th negative, so R- = (42 + ... + 50) + 11 = 414 + 11 = 425
+    from scipy import stats
+
+    negative = {11, *range(42, 51)}
+    deltas = np.array([-k if k in negative else k for k in range(1, 51)], dtype=float)
+    assert sum(negative) == 425
+    res = wilcoxon_signed_rank(deltas)
+    exact = stats.wilcoxon(deltas, method="exact").pvalue
+    assert res.method == "exact"
+    assert res.statistic == 425.0
+    assert res.p_value == pytest.approx(exact, rel=1e-12)
+    assert res.p_value == pytest.approx(0.03996834652842374, rel=1e-9)
+    # the normal approximation would say 0.0407: the boundary is observable
+    approx = stats.wilcoxon(deltas, method="asymptotic", correction=True).pvalue
+    assert abs(approx - exact) > 5e-4
+
+
+def test_sign_test_counts_only_the_non_zero_deltas():
+    # deltas [1, 1, 1, 0, 0]: three wins, no loss, two ties left out of the sign test;
+    # two-sided binomial P(3 of 3 or 0 of 3) = 2 / 8
+    row = paired_comparison([0] * 5, [1, 1, 1, 0, 0], n_boot=100, min_nonzero=1).iloc[0]
+    assert (row["wins"], row["losses"], row["ties"]) == (3, 0, 2)
+    assert row["tested"]
+    assert row["sign_test_p"] == 0.25
+
+
 def test_wilcoxon_large_tied_sample_uses_the_tie_corrected_normal_approximation():
     from scipy import stats
 
