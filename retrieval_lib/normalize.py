@@ -53,7 +53,7 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
-from retrieval_lib.io import file_kind, parse_iso_time
+from retrieval_lib.io import file_kind, lies_outside, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     LeftOut,
@@ -63,7 +63,6 @@ from retrieval_lib.runs import (
     canonical_task_name,
     discover_runs,
     discover_trials,
-    lies_outside,
     read_trial_result,
 )
 from retrieval_lib.traces.atif import parse_atif

@@ -32,7 +32,13 @@ from retrieval_lib import __version__
 from retrieval_lib.completion import finish_evaluate
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
 from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
-from retrieval_lib.io import atomic_write_bytes, atomic_write_text, dumps_json, load_package_json
+from retrieval_lib.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    dumps_json,
+    lies_outside,
+    load_package_json,
+)
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
     EVENTS_SUFFIX,
@@ -446,9 +452,7 @@ def _events_dir(path: Path) -> Path:
 
 def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
     """Evaluate writes beside the documents: never through a link that leaves the run."""
-    real_run = os.path.realpath(run_dir)
-    real_events = os.path.realpath(events_dir)
-    if os.path.commonpath([real_run, real_events]) != real_run:
+    if lies_outside(events_dir, run_dir):
         raise InputError(
             f"{events_dir} is a symlink to {os.path.realpath(events_dir)}, outside the run "
             f"folder {run_dir}: refusing to write the metrics through it; remove the link"

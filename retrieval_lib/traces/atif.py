@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
-from retrieval_lib.io import parse_iso_time
+from retrieval_lib.io import lies_outside, parse_iso_time
 from retrieval_lib.safe_text import describe_value, value_text
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 from retrieval_lib.traces.stream_json import _content_text, _loads_repaired, _read_trace_bytes
@@ -576,12 +576,13 @@ class _TrajectoryParser:
             try:
                 candidate = (self.folder / trajectory_path).resolve()
                 is_file = candidate.is_file()
+                outside = lies_outside(self.folder / trajectory_path, self.folder)
             except (OSError, ValueError, RuntimeError):  # NUL byte, symlink loop
                 self.warnings.append(
                     f"subagent trajectory path {trajectory_path!r} is not a usable path"
                 )
                 return None
-            if not candidate.is_relative_to(self.folder.resolve()):
+            if outside:
                 self.warnings.append(
                     f"subagent trajectory {trajectory_path!r} lies outside the trajectory "
                     "folder, not followed"

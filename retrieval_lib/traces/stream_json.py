@@ -23,8 +23,7 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.io import NotRegularFileError, read_regular_bytes
-from retrieval_lib.runs import lies_outside
+from retrieval_lib.io import NotRegularFileError, lies_outside, read_regular_bytes
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 
 __all__ = ["parse_stream_json"]
