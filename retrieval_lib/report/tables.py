@@ -147,7 +147,7 @@ def load_run_data(run_dir: str | Path) -> RunData:
 
     from retrieval_lib.events.document import load_documents
     from retrieval_lib.metrics.summary import EVENTS_DIRNAME, SUMMARY_FILENAME
-    from retrieval_lib.stats.impact import find_metrics_tables, read_metrics_table
+    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 
     path = Path(run_dir)
     if not path.is_dir():
