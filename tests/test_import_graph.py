@@ -10,6 +10,9 @@ Two more rules keep the layers true:
 * **no circle between packages** either: each module counts as its top-level unit
   (``retrieval_lib.report.tables`` is ``retrieval_lib.report``), so ``study`` importing
   ``report`` while ``report`` imports ``study`` is a circle even when no two modules form one;
+* **data flows one way**: every top-level unit sits in one of :data:`LAYERS` (traces →
+  events → metrics → statistics → study → tables/figures/reports → CLI) and imports only
+  from its own layer or a lower one;
 * **a private name stays home**: ``_name`` (not a dunder) is private to the module that
   defines it, and a private module ``pkg._mod`` to its package ``pkg``. Importing it
   (``from m import _x``), or reaching it through a module bound to a name (``m._x``,
@@ -75,6 +78,47 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
         unit = _unit(module)
         units.setdefault(unit, set()).update(_unit(t) for t in targets if _unit(t) != unit)
     return units
+
+
+#: The layers of the package, lowest first: a unit imports only from its layer or below.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # foundations: errors, file and text helpers, lazy heavy imports, the process pool
+    ("", "bundled", "errors", "io", "lazylibs", "parallel", "paths", "safe_text", "suggest"),
+    # inputs: run folders and results, task definitions and ground truth, traces, synth data
+    ("ground_truth", "harness", "runs", "synth", "task_text", "traces"),
+    # events: the documents, and the completion records of the folders holding them
+    ("completion", "events"),
+    # traces -> events for whole runs; metrics from the documents; TREC scoring
+    ("metrics", "normalize", "trec"),
+    # statistics over the metrics tables; the RAG knowledge base; runs on a Dask cluster
+    ("distributed", "kb", "stats"),
+    # many runs pooled; TREC export by config family
+    ("study", "trec_export"),
+    # tables, figures, notebooks and HTML reports
+    ("report",),
+    # the command line
+    ("__main__", "cli"),
+)
+
+
+def _layer_of(unit: str) -> int | None:
+    name = unit.partition(".")[2]
+    return next((i for i, names in enumerate(LAYERS) if name in names), None)
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a higher layer, and units missing from :data:`LAYERS`."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        layer = _layer_of(_unit(module))
+        if layer is None:
+            found.append(f"{_unit(module)} is in no layer: add it to LAYERS")
+            continue
+        for target in sorted(targets):
+            target_layer = _layer_of(_unit(target))
+            if target_layer is not None and target_layer > layer:
+                found.append(f"{module} (layer {layer}) imports {target} (layer {target_layer})")
+    return sorted(set(found))
 
 
 def _is_private(part: str) -> bool:
@@ -236,6 +280,25 @@ def test_the_package_graph_sees_a_circle_through_different_modules():
     }
     assert cycles(graph) == []  # no circle of modules ...
     assert cycles(package_graph(graph)) == [["retrieval_lib.report", "retrieval_lib.study"]]
+
+
+def test_data_flows_one_way_through_the_layers():
+    found = layer_violations(import_graph())
+    assert not found, "\n".join(found)
+
+
+def test_the_layer_check_sees_an_upward_import_and_an_unplaced_unit():
+    graph = {
+        "retrieval_lib.events.build": {"retrieval_lib.metrics.stages"},  # events -> metrics
+        "retrieval_lib.metrics.stages": {"retrieval_lib.events.document"},  # down: fine
+        "retrieval_lib.events.document": {"retrieval_lib.io"},
+        "retrieval_lib.io": set(),
+        "retrieval_lib.newthing": set(),
+    }
+    assert layer_violations(graph) == [
+        "retrieval_lib.events.build (layer 2) imports retrieval_lib.metrics.stages (layer 3)",
+        "retrieval_lib.newthing is in no layer: add it to LAYERS",
+    ]
 
 
 def test_the_private_name_finder_sees_every_form():
