@@ -310,7 +310,7 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     base = Path(root).resolve()
     cleaned = [safe_component(part) for part in parts]
     candidate = base.joinpath(*cleaned).resolve()
-    if base != candidate and base not in candidate.parents:
+    if lies_outside(candidate, base):
         raise UnsafePathError(f"{candidate} escapes {base}")
     return candidate
 

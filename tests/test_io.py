@@ -161,3 +161,18 @@ def test_lies_outside_edge_cases(tmp_path, monkeypatch):
     assert lies_outside("b/out_dir/f.txt", os.fspath(b))
     # the filesystem root holds everything
     assert not lies_outside(b / "out_file", "/")
+
+
+def test_safe_join_refuses_a_component_that_is_a_symlink_out(tmp_path):
+    root, elsewhere = tmp_path / "out", tmp_path / "outside"
+    root.mkdir()
+    elsewhere.mkdir()
+    (root / "cfg").symlink_to(elsewhere)
+    (root / "inner").symlink_to(root / "real")  # stays inside: fine
+    with pytest.raises(UnsafePathError, match="escapes"):
+        safe_join(root, "cfg", "x.json")
+    assert safe_join(root, "inner", "x.json") == (root / "real" / "x.json").resolve()
+    (tmp_path / "outer").mkdir()  # a sibling whose name extends "out" is still outside
+    (root / "sib").symlink_to(tmp_path / "outer")
+    with pytest.raises(UnsafePathError):
+        safe_join(root, "sib")
