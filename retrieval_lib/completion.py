@@ -11,7 +11,7 @@ run-level files, a SHA-256). So a step killed half-way, or outputs changed after
   match the record (:func:`check_normalized`);
 * ``impact``, ``report`` and ``study`` refuse a run whose evaluation is incomplete or whose
   files do not match (:func:`check_evaluated`, called by
-  :func:`retrieval_lib.stats.impact.find_metrics_tables`); ``study`` redoes its own runs
+  :func:`retrieval_lib.metrics.table_files.find_metrics_tables`); ``study`` redoes its own runs
   instead (:func:`problem`).
 
 A new normalisation removes the run-level outputs of an earlier evaluation (summary,

@@ -442,12 +442,12 @@ def _whole_run(
 ) -> tuple[Any, RunEvaluation | str | None]:
     """On a worker: normalise one run as one process does (and evaluate it, given
     ``ks``); its report and evaluation (``None``: no document, a string: why it failed)."""
-    from retrieval_lib.normalize import _out_root, normalize_paths
+    from retrieval_lib.normalize import normalize_paths, output_root
 
     report = normalize_paths([run[0]], tasks_root, out=out)
     if ks is None or not report.documents:
         return report, None
-    return report, _evaluate_whole(_out_root(run[0], out), ks)
+    return report, _evaluate_whole(output_root(run[0], out), ks)
 
 
 def _failed_run(run: tuple[Path, int], exc: BaseException) -> tuple[Any, None]:
@@ -513,9 +513,9 @@ def _normalize_by_trial(
 
 
 def _remove_temporaries(report: Any, out: str | Path | None) -> None:
-    from retrieval_lib.normalize import _out_root
+    from retrieval_lib.normalize import output_root
 
-    remove_orphaned_temporaries(_out_root(Path(run), out) for run in report.runs)
+    remove_orphaned_temporaries(output_root(Path(run), out) for run in report.runs)
 
 
 @dataclass
@@ -581,9 +581,9 @@ def _run_documents(path: str | Path) -> tuple[Path, list[Path]]:
     from retrieval_lib.errors import InputError
     from retrieval_lib.events.document import find_documents
     from retrieval_lib.metrics.stages import EVENTS_SUFFIX
-    from retrieval_lib.metrics.summary import _events_dir
+    from retrieval_lib.metrics.summary import events_dir_of
 
-    events_dir = _events_dir(Path(path)).resolve()
+    events_dir = events_dir_of(Path(path)).resolve()
     begin_evaluate(events_dir)  # refuses an incomplete normalisation
     doc_paths = find_documents([events_dir])
     if not doc_paths:

@@ -70,9 +70,9 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import GroundTruthError
-from retrieval_lib.io import file_kind, read_regular_bytes
+from retrieval_lib.io import file_kind, lies_outside, read_regular_bytes
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path
-from retrieval_lib.runs import lies_outside, without_lone_surrogates
+from retrieval_lib.runs import without_lone_surrogates
 from retrieval_lib.safe_text import value_text
 from retrieval_lib.task_text import (
     EXTRACTABLE_EXTENSIONS,

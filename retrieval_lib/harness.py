@@ -48,8 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from retrieval_lib.io import read_regular_bytes
-from retrieval_lib.runs import lies_outside
+from retrieval_lib.io import lies_outside, read_regular_bytes
 
 __all__ = [
     "RESULT_JSON_SOURCE",

@@ -1,4 +1,5 @@
-"""Small I/O helpers shared by every layer: atomic writes, canonical JSON, timestamps.
+"""Small I/O helpers shared by every layer: atomic writes, canonical JSON, timestamps,
+the one path-containment check (:func:`lies_outside`).
 
 Writes are atomic (a temporary file in the destination folder, then ``os.replace``),
 JSON is written with sorted keys so the same input gives byte-identical output, and
@@ -30,6 +31,7 @@ __all__ = [
     "atomic_write_json",
     "dumps_json",
     "json_safe",
+    "lies_outside",
     "now_iso",
     "NotRegularFileError",
     "parse_iso_time",
@@ -225,6 +227,52 @@ def parse_iso_time(value: Any) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
+def lies_outside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` really lies outside ``folder`` once symlinks are resolved.
+
+    The package's one containment check: a trial's files, a trace, a subagent
+    trajectory, an output folder. Containment is by whole components (``/a/bc`` is not
+    in ``/a/b``); ``path`` need not exist (the part that does is resolved).
+
+    Cheap in the common case: for a path below ``folder`` by name, only the components
+    below ``folder`` are checked for symlinks (one ``lstat`` each); the full resolution
+    runs only when one is a symlink. A path not below ``folder`` by name, or with ``..``
+    in it, is resolved outright.
+
+    Raises
+    ------
+    ValueError
+        A NUL byte in a path that has to be resolved (callers also catch ``OSError``
+        and ``RuntimeError``, which resolving a symlink loop raises on some Pythons).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> (root / "trial").mkdir()
+    >>> (root / "trial" / "result.json").symlink_to("/etc/hostname")
+    >>> lies_outside(root / "trial" / "result.json", root / "trial")
+    True
+    >>> lies_outside(root / "trial" / "agent" / "x.txt", root / "trial")
+    False
+    """
+    # String operations, not pathlib: this runs for every file a trial reads.
+    path_text, folder_text = os.fspath(path), os.fspath(folder).rstrip("/")
+    if path_text.startswith(folder_text + "/"):
+        parts = path_text[len(folder_text) + 1 :].split("/")
+        if ".." not in parts:
+            current = folder_text
+            for part in parts:
+                current = f"{current}/{part}"
+                if os.path.islink(current):
+                    break
+            else:
+                return False
+    real_folder = os.path.realpath(folder_text or "/")
+    real_path = os.path.realpath(path_text)
+    return os.path.commonpath([real_folder, real_path]) != real_folder
+
+
 def safe_component(part: str) -> str:
     """``part`` as the single path component :func:`safe_join` writes it under.
 
@@ -262,7 +310,7 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     base = Path(root).resolve()
     cleaned = [safe_component(part) for part in parts]
     candidate = base.joinpath(*cleaned).resolve()
-    if base != candidate and base not in candidate.parents:
+    if lies_outside(candidate, base):
         raise UnsafePathError(f"{candidate} escapes {base}")
     return candidate
 

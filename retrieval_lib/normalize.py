@@ -53,7 +53,7 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
-from retrieval_lib.io import file_kind, parse_iso_time
+from retrieval_lib.io import file_kind, lies_outside, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     LeftOut,
@@ -63,7 +63,6 @@ from retrieval_lib.runs import (
     canonical_task_name,
     discover_runs,
     discover_trials,
-    lies_outside,
     read_trial_result,
 )
 from retrieval_lib.traces.atif import parse_atif
@@ -79,6 +78,7 @@ __all__ = [
     "normalize_paths",
     "normalize_run",
     "normalize_trial",
+    "output_root",
 ]
 
 
@@ -606,7 +606,7 @@ def normalize_run(
     return normalize_paths([run_dir], tasks_root, out=out, workers=workers, progress=progress)
 
 
-def _out_root(run_dir: Path, out: str | Path | None) -> Path:
+def output_root(run_dir: Path, out: str | Path | None) -> Path:
     """A run's output folder; refused when a symlink takes it out of the run (or ``out``).
 
     Raises
@@ -615,6 +615,13 @@ def _out_root(run_dir: Path, out: str | Path | None) -> Path:
         ``<run>/retrieval_events`` (or ``<out>/<run_id>/retrieval_events``, or a folder
         on the way) is a symlink to a place outside the run folder (or ``out``): writing
         there, and sweeping stale documents there, would touch files that are not ours.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> run = Path(tempfile.mkdtemp()) / "run1"
+    >>> output_root(run, None) == run / "retrieval_events"
+    True
     """
     if out is None:
         root = run_dir / EVENTS_DIRNAME
@@ -725,7 +732,7 @@ class _RunTracker:
         self, runs: Sequence[Path], tasks_root: str | None, out: str | Path | None
     ) -> Iterator[tuple[Any, ...]]:
         for run_dir in runs:
-            out_root = _out_root(run_dir, out)
+            out_root = output_root(run_dir, out)
             plan = _plan(discover_trials(run_dir, self.left_out))
             key = str(out_root)
             # before any document is written: the run is incomplete until _close
@@ -791,7 +798,7 @@ def find_input_runs(
     if out is not None:
         _refuse_colliding_run_ids(runs)
     for run in runs:
-        _out_root(run, out)  # refuses an output folder that a symlink takes elsewhere
+        output_root(run, out)  # refuses an output folder that a symlink takes elsewhere
     return runs
 
 

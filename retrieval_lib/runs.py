@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.io import parse_iso_time, read_regular_bytes
+from retrieval_lib.io import lies_outside, parse_iso_time, read_regular_bytes
 from retrieval_lib.safe_text import describe_value
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "discover_runs",
     "discover_trials",
     "find_task_dirs",
-    "lies_outside",
     "printable_path",
     "read_trial_result",
     "without_lone_surrogates",
@@ -434,41 +433,6 @@ class TrialResult:
 
 #: Largest count or line number we pass on: the output writer stores 64-bit integers only.
 _MAX_COUNT = 2**63 - 1
-
-
-def lies_outside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` (inside ``folder`` by name) really lies outside it through a symlink.
-
-    Cheap in the common case: only the components below ``folder`` are checked for
-    symlinks (one ``lstat`` each); the full resolution runs only when one is a symlink.
-    A path not below ``folder`` by name, or with ``..`` in it, is resolved outright.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> (root / "trial").mkdir()
-    >>> (root / "trial" / "result.json").symlink_to("/etc/hostname")
-    >>> lies_outside(root / "trial" / "result.json", root / "trial")
-    True
-    >>> lies_outside(root / "trial" / "agent" / "x.txt", root / "trial")
-    False
-    """
-    # String operations, not pathlib: this runs for every file a trial reads.
-    path_text, folder_text = os.fspath(path), os.fspath(folder).rstrip("/")
-    if path_text.startswith(folder_text + "/"):
-        parts = path_text[len(folder_text) + 1 :].split("/")
-        if ".." not in parts:
-            current = folder_text
-            for part in parts:
-                current = f"{current}/{part}"
-                if os.path.islink(current):
-                    break
-            else:
-                return False
-    real_folder = os.path.realpath(folder_text or "/")
-    real_path = os.path.realpath(path_text)
-    return os.path.commonpath([real_folder, real_path]) != real_folder
 
 
 def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, str | None]:

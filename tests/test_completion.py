@@ -127,7 +127,7 @@ def test_evaluate_refuses_a_document_truncated_after_normalize(evaluated):
 
 def test_impact_refuses_a_truncated_table_naming_the_run(evaluated):
     """Item 16 (impact side): a truncated table is refused with the run and the fix."""
-    from retrieval_lib.stats.impact import find_metrics_tables
+    from retrieval_lib.metrics.table_files import find_metrics_tables
 
     folder = evaluated[0]
     table = next(folder.glob("retrieval_metrics.*"))

@@ -1,5 +1,6 @@
 import json
 import math
+import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -9,6 +10,7 @@ from retrieval_lib.io import (
     atomic_write_json,
     dumps_json,
     json_safe,
+    lies_outside,
     now_iso,
     parse_iso_time,
     safe_join,
@@ -112,3 +114,65 @@ def test_parse_iso_time_reads_the_same_forms_on_every_python(text, expected):
 )
 def test_parse_iso_time_gives_none_for_what_is_not_a_timestamp(text):
     assert parse_iso_time(text) is None
+
+
+def test_lies_outside_edge_cases(tmp_path, monkeypatch):
+    """Containment by whole components, through symlinks at any level, with ``..``."""
+    root = tmp_path / "a"
+    (root / "b" / "inner").mkdir(parents=True)
+    (root / "bc").mkdir()
+    (root / "b" / "inner" / "f.txt").write_text("x")
+    (root / "bc" / "f.txt").write_text("x")
+    b = root / "b"
+    # plain paths below the folder, existing or not, and the folder itself
+    assert not lies_outside(b / "inner" / "f.txt", b)
+    assert not lies_outside(b / "missing" / "deeper.txt", b)
+    assert not lies_outside(b, b)
+    assert not lies_outside(str(b / "inner") + "/", str(b) + "/")  # trailing slashes
+    # a sibling whose name starts with the folder's name is not inside it
+    assert lies_outside(root / "bc" / "f.txt", b)
+    assert lies_outside(str(root / "bc"), str(b))
+    # ``..``: out and back in is inside, out and elsewhere is outside
+    assert not lies_outside(b / "inner" / ".." / "inner" / "f.txt", b)
+    assert lies_outside(b / ".." / "bc" / "f.txt", b)
+    assert lies_outside(b / "inner" / ".." / ".." / "b" / ".." / "bc", b)
+    # symlinks: a file or a folder link out is outside, a link that stays in is inside
+    (b / "out_file").symlink_to(root / "bc" / "f.txt")
+    (b / "out_dir").symlink_to(root / "bc")
+    (b / "in_dir").symlink_to(b / "inner")
+    (b / "inner" / "up").symlink_to("..")  # relative, resolves to b itself
+    assert lies_outside(b / "out_file", b)
+    assert lies_outside(b / "out_dir" / "f.txt", b)
+    assert lies_outside(b / "out_dir" / "missing.txt", b)
+    assert not lies_outside(b / "in_dir" / "f.txt", b)
+    assert not lies_outside(b / "inner" / "up" / "inner" / "f.txt", b)
+    # a folder reached through a symlink: what counts is where it really is
+    (tmp_path / "alias").symlink_to(b)
+    assert not lies_outside(tmp_path / "alias" / "inner" / "f.txt", b)
+    assert not lies_outside(b / "inner" / "f.txt", tmp_path / "alias")
+    assert lies_outside(root / "bc" / "f.txt", tmp_path / "alias")
+    # a dangling link is followed by name: where it points decides
+    (b / "dangling").symlink_to(tmp_path / "nowhere" / "x")
+    assert lies_outside(b / "dangling", b)
+    # relative paths are taken from the working folder
+    monkeypatch.chdir(root)
+    assert not lies_outside("b/inner/f.txt", "b")
+    assert lies_outside("bc/f.txt", "b")
+    assert lies_outside("b/out_dir/f.txt", os.fspath(b))
+    # the filesystem root holds everything
+    assert not lies_outside(b / "out_file", "/")
+
+
+def test_safe_join_refuses_a_component_that_is_a_symlink_out(tmp_path):
+    root, elsewhere = tmp_path / "out", tmp_path / "outside"
+    root.mkdir()
+    elsewhere.mkdir()
+    (root / "cfg").symlink_to(elsewhere)
+    (root / "inner").symlink_to(root / "real")  # stays inside: fine
+    with pytest.raises(UnsafePathError, match="escapes"):
+        safe_join(root, "cfg", "x.json")
+    assert safe_join(root, "inner", "x.json") == (root / "real" / "x.json").resolve()
+    (tmp_path / "outer").mkdir()  # a sibling whose name extends "out" is still outside
+    (root / "sib").symlink_to(tmp_path / "outer")
+    with pytest.raises(UnsafePathError):
+        safe_join(root, "sib")

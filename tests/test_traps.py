@@ -25,8 +25,9 @@ from retrieval_lib.cli import main
 from retrieval_lib.events.build import build_events
 from retrieval_lib.events.document import find_documents, load_document
 from retrieval_lib.ground_truth import load_ground_truth
+from retrieval_lib.io import lies_outside
 from retrieval_lib.normalize import normalize_paths
-from retrieval_lib.runs import discover_runs, discover_trials, lies_outside, read_trial_result
+from retrieval_lib.runs import discover_runs, discover_trials, read_trial_result
 from retrieval_lib.traces.atif import parse_atif
 from retrieval_lib.traces.model import ParsedTrace, ToolCall
 from retrieval_lib.traces.shell import parse_shell_command
@@ -673,6 +674,31 @@ def test_trajectory_symlinked_out_of_its_folder_is_not_read(tmp_path: Path) -> N
     link.unlink()
     link.symlink_to(inner)
     assert len(parse_atif(link, within=tmp_path / "trial").tool_calls) == 1
+
+
+def test_subagent_trajectory_out_of_the_folder_is_not_followed(tmp_path: Path) -> None:
+    """The subagent check is the package's one containment check (``io.lies_outside``)."""
+    sub = json.dumps(_trajectory(GOOD_STEPS))
+    _write(tmp_path / "agentx" / "sub.json", sub)  # a sibling whose name extends "agent"
+    _write(tmp_path / "agent" / "inner" / "sub.json", sub)
+    (tmp_path / "agent" / "linked.json").symlink_to(tmp_path / "agentx" / "sub.json")
+    (tmp_path / "agent" / "alias").symlink_to(tmp_path / "agent" / "inner")
+    outside = "lies outside the trajectory folder, not followed"
+    for ref, warning in [
+        ("../agentx/sub.json", outside),
+        ("linked.json", outside),
+        ("inner/../../agentx/sub.json", outside),
+        ("alias/sub.json", None),
+        ("inner/../inner/sub.json", None),
+    ]:
+        path = _write(
+            tmp_path / "agent" / "trajectory.json",
+            json.dumps(_trajectory([_step(1, [_call("t1", "Task", {})], _ref(ref))])),
+        )
+        trace = parse_atif(path)
+        followed = not any(outside in w for w in trace.warnings)
+        assert followed == (warning is None), (ref, trace.warnings)
+        assert len(trace.tool_calls) == (2 if warning is None else 1), ref
 
 
 # ------------------------------------------------------------------ transcripts

@@ -73,7 +73,7 @@ def _check_configs(run_dir: Path, values: dict[str, Any]) -> None:
     if not (values.get("baseline") or values.get("treatment")):
         return
     from retrieval_lib.errors import ReportError, StatisticsError
-    from retrieval_lib.stats.impact import find_metrics_tables, read_metrics_table
+    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
     from retrieval_lib.stats.paired import pair_configs
 
     table = read_metrics_table(find_metrics_tables(run_dir)[0])

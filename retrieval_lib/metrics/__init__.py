@@ -1,4 +1,5 @@
-"""Retrieval metrics: the ranking kernel, stages 1-4 per document, the run summary.
+"""Retrieval metrics: the ranking kernel, stages 1-4 per document, the run summary and
+the per-task metrics table (written by ``summary``, read back by ``table_files``).
 
 The public names below are imported lazily on first use, so importing one submodule
 (say :mod:`retrieval_lib.metrics.ranking`) does not load the others.
@@ -32,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "summarize_run": "summary",
     "summary_schema": "summary",
     "validate_summary": "summary",
+    "find_metrics_tables": "table_files",
+    "read_metrics_table": "table_files",
 }
 
 __all__ = sorted(_EXPORTS)

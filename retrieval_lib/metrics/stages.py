@@ -804,10 +804,24 @@ def validate_metrics_record(record: Any, *, where: str = "metrics record") -> No
     ...                                             config_name="c"))
     >>> validate_metrics_record(json_safe(record))
     """
-    _validate(record, metrics_schema(), where)
+    validate_against(record, metrics_schema(), where)
 
 
-def _validate(value: Any, schema: Mapping[str, Any], where: str) -> None:
+def validate_against(value: Any, schema: Mapping[str, Any], where: str) -> None:
+    """Check ``value`` against the JSON Schema ``schema`` (Draft 2020-12).
+
+    Raises
+    ------
+    SchemaError
+        The first error by location, naming ``where`` and the location in ``value``.
+
+    Examples
+    --------
+    >>> validate_against({"k": 1}, {"type": "object"}, "record")
+    >>> validate_against(1, {"type": "string"}, "cfg")
+    Traceback (most recent call last):
+    retrieval_lib.errors.SchemaError: cfg: at (root): 1 is not of type 'string'
+    """
     import jsonschema
 
     errors = sorted(

@@ -32,16 +32,22 @@ from retrieval_lib import __version__
 from retrieval_lib.completion import finish_evaluate
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
 from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
-from retrieval_lib.io import atomic_write_bytes, atomic_write_text, dumps_json, load_package_json
+from retrieval_lib.io import (
+    atomic_write_bytes,
+    atomic_write_text,
+    dumps_json,
+    lies_outside,
+    load_package_json,
+)
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
     EVENTS_SUFFIX,
     TAXONOMY_LABELS,
-    _validate,
     evaluate_documents,
     metrics_filename,
     normalize_k,
     ranking_metric_names,
+    validate_against,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +63,7 @@ __all__ = [
     "EvaluateResult",
     "evaluate_document_files",
     "evaluate_run",
+    "events_dir_of",
     "find_events_roots",
     "metric_columns",
     "metrics_table",
@@ -410,7 +417,7 @@ def validate_summary(summary: Any, *, where: str = "run summary") -> None:
     SchemaError
         With the first failing location.
     """
-    _validate(summary, summary_schema(), where)
+    validate_against(summary, summary_schema(), where)
 
 
 @dataclass(frozen=True)
@@ -434,7 +441,25 @@ class EvaluateResult:
         return len(self.metrics_paths)
 
 
-def _events_dir(path: Path) -> Path:
+def events_dir_of(path: Path) -> Path:
+    """The events folder of ``path``: ``path/retrieval_events`` when there is one, else
+    ``path`` itself (already an events folder).
+
+    Raises
+    ------
+    InputError
+        ``path`` is not a folder, or its ``retrieval_events`` is a symlink out of it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> run = Path(tempfile.mkdtemp())
+    >>> events_dir_of(run) == run
+    True
+    >>> (run / "retrieval_events").mkdir()
+    >>> events_dir_of(run).name
+    'retrieval_events'
+    """
     if not path.is_dir():
         raise InputError(f"not a folder: {path}")
     nested = path / EVENTS_DIRNAME
@@ -446,9 +471,7 @@ def _events_dir(path: Path) -> Path:
 
 def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
     """Evaluate writes beside the documents: never through a link that leaves the run."""
-    real_run = os.path.realpath(run_dir)
-    real_events = os.path.realpath(events_dir)
-    if os.path.commonpath([real_run, real_events]) != real_run:
+    if lies_outside(events_dir, run_dir):
         raise InputError(
             f"{events_dir} is a symlink to {os.path.realpath(events_dir)}, outside the run "
             f"folder {run_dir}: refusing to write the metrics through it; remove the link"
@@ -688,7 +711,7 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
 
     started = time.perf_counter()
     ks = normalize_k(k)
-    events_dir = _events_dir(Path(path))
+    events_dir = events_dir_of(Path(path))
     # refuses an incomplete normalisation; marks the evaluation incomplete until the end
     begin_evaluate(events_dir)
     doc_paths = find_documents([events_dir])

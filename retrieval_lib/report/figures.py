@@ -47,7 +47,10 @@ __all__ = [
     "plot_scatter_pairs",
     "plot_taxonomy",
     "plot_wins_losses",
+    "colours_for",
+    "error_bars",
     "names_as_text",
+    "new_figure",
     "png",
     "setup",
     "show",
@@ -141,21 +144,48 @@ def show(fig: Figure | None, note: str = "nothing to plot") -> Any:
     return Image(data=png(fig), format="png")
 
 
-def _figure(height: float, ncols: int = 1, width: float = _WIDTH, **kwargs: Any) -> Any:
+def new_figure(height: float, ncols: int = 1, width: float = _WIDTH, **kwargs: Any) -> Any:
+    """A row of ``ncols`` axes, ``width`` x ``height`` inches, constrained layout.
+
+    Returns matplotlib's ``(figure, axes)``; ``kwargs`` go to ``plt.subplots``.
+
+    Examples
+    --------
+    >>> fig, axes = new_figure(2.0, ncols=2)
+    >>> len(axes), fig.get_size_inches().tolist()
+    (2, [10.0, 2.0])
+    >>> import matplotlib.pyplot as plt; plt.close(fig)
+    """
     import matplotlib.pyplot as plt
 
     return plt.subplots(1, ncols, figsize=(width, height), layout="constrained", **kwargs)
 
 
-def _palette(names: list[str]) -> dict[str, Any]:
+def colours_for(names: list[str]) -> dict[str, Any]:
+    """One colour of seaborn's colour-blind palette per name, in the order given.
+
+    Examples
+    --------
+    >>> colours = colours_for(["baseline", "mcp"])
+    >>> list(colours), colours["baseline"] != colours["mcp"]
+    (['baseline', 'mcp'], True)
+    """
     import seaborn as sns
 
     colours = sns.color_palette("colorblind", max(len(names), 1))
     return {name: colours[i] for i, name in enumerate(names)}
 
 
-def _error(low: pd.Series, mean: pd.Series, high: pd.Series) -> np.ndarray:
-    """Asymmetric error-bar lengths; 0 where the interval is missing."""
+def error_bars(low: pd.Series, mean: pd.Series, high: pd.Series) -> np.ndarray:
+    """Asymmetric error-bar lengths (matplotlib's ``xerr``/``yerr``); 0 where the interval
+    is missing.
+
+    Examples
+    --------
+    >>> error_bars(pd.Series([0.1, None]), pd.Series([0.5, 0.5]), pd.Series([0.7, None]))
+    array([[0.4, 0. ],
+           [0.2, 0. ]])
+    """
     lower = (mean - low).to_numpy(dtype=float)
     upper = (high - mean).to_numpy(dtype=float)
     return np.nan_to_num(np.vstack([lower, upper]), nan=0.0)
@@ -174,8 +204,8 @@ def plot_quality(
         return None
     metrics = list(dict.fromkeys(data["metric"]))
     configs = sorted(data["config_name"].unique())
-    colours = _palette(configs)
-    fig, ax = _figure(0.55 * len(metrics) * max(len(configs), 1) ** 0.5 + 1.6)
+    colours = colours_for(configs)
+    fig, ax = new_figure(0.55 * len(metrics) * max(len(configs), 1) ** 0.5 + 1.6)
     step = 0.8 / max(len(configs), 1)
     for j, config in enumerate(configs):
         rows = data[data["config_name"] == config].set_index("metric").reindex(metrics)
@@ -184,7 +214,7 @@ def plot_quality(
         ax.errorbar(
             rows["mean"][ok],
             y[ok],
-            xerr=_error(rows["ci_low"], rows["mean"], rows["ci_high"])[:, ok],
+            xerr=error_bars(rows["ci_low"], rows["mean"], rows["ci_high"])[:, ok],
             fmt="o",
             capsize=3,
             color=colours[config],
@@ -217,8 +247,8 @@ def plot_funnel(funnel: pd.DataFrame) -> Figure | None:
         return None
     configs = sorted(data["config_name"].unique())
     stages = list(dict.fromkeys(data["stage"]))
-    colours = _palette(configs)
-    fig, axes = _figure(3.6, ncols=2, sharex=True)
+    colours = colours_for(configs)
+    fig, axes = new_figure(3.6, ncols=2, sharex=True)
     width = 0.8 / len(configs)
     for ax, column, label in (
         (axes[0], "mean_files", "files per trial"),
@@ -267,8 +297,8 @@ def plot_taxonomy(taxonomy: pd.DataFrame) -> Figure | None:
         return None
     configs = sorted(data["config_name"].unique())
     labels = list(dict.fromkeys(data["label"]))
-    colours = _palette(configs)
-    fig, ax = _figure(0.5 * len(labels) * len(configs) ** 0.5 + 1.6)
+    colours = colours_for(configs)
+    fig, ax = new_figure(0.5 * len(labels) * len(configs) ** 0.5 + 1.6)
     height = 0.8 / len(configs)
     for j, config in enumerate(configs):
         rows = data[data["config_name"] == config].set_index("label").reindex(labels)
@@ -301,8 +331,8 @@ def plot_calibration(calibration: pd.DataFrame, metric: str) -> Figure | None:
         return None
     sizes = list(dict.fromkeys(data["candidate_set_size_slice"]))
     kinds = sorted(data["evidence_type"].unique())
-    colours = _palette(kinds)
-    fig, ax = _figure(3.8, width=min(_WIDTH, 3.0 + 1.6 * len(sizes) * len(kinds)))
+    colours = colours_for(kinds)
+    fig, ax = new_figure(3.8, width=min(_WIDTH, 3.0 + 1.6 * len(sizes) * len(kinds)))
     width = 0.8 / len(kinds)
     for j, kind in enumerate(kinds):
         rows = (
@@ -314,7 +344,7 @@ def plot_calibration(calibration: pd.DataFrame, metric: str) -> Figure | None:
             x,
             np.nan_to_num(means),
             width,
-            yerr=_error(rows["ci_low"], rows["mean"], rows["ci_high"]),
+            yerr=error_bars(rows["ci_low"], rows["mean"], rows["ci_high"]),
             capsize=4,
             color=colours[kind],
             label=f"evidence: {kind}",
@@ -360,7 +390,7 @@ def plot_correlation_heatmap(
     if not grids:
         return None
     n_rows = max(len(r.index) for _, r, _ in grids)
-    fig, axes = _figure(
+    fig, axes = new_figure(
         0.42 * n_rows + 2.2, ncols=len(grids), width=max(_WIDTH, 4.2 * len(grids)), squeeze=False
     )
     for ax, (group, r, marks) in zip(axes[0], grids, strict=True):
@@ -398,8 +428,8 @@ def plot_scatter_pairs(
     if pairs.empty:
         return None
     configs = sorted(table[hue].dropna().astype(str).unique())
-    colours = _palette(configs)
-    fig, axes = _figure(3.4, ncols=len(pairs), squeeze=False)
+    colours = colours_for(configs)
+    fig, axes = new_figure(3.4, ncols=len(pairs), squeeze=False)
     # rows as Any: pandas-stubs types itertuples() fields as a union of every scalar
     for ax, row in zip(axes[0], cast(Any, pairs).itertuples(), strict=True):
         for config in configs:
@@ -425,7 +455,7 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
     pairs = list(dict.fromkeys(zip(rows["baseline"], rows["treatment"], strict=True)))
     # as tall as the most rows one pair draws (metrics without a test are not drawn)
     n_rows = int(rows.groupby(["baseline", "treatment"])["metric"].nunique().max())
-    fig, axes = _figure(0.45 * n_rows + 1.8, ncols=len(pairs), squeeze=False)
+    fig, axes = new_figure(0.45 * n_rows + 1.8, ncols=len(pairs), squeeze=False)
     for ax, (base, treat) in zip(axes[0], pairs, strict=True):
         sub = rows[(rows["baseline"] == base) & (rows["treatment"] == treat)]
         sub = sub.set_index("metric").reindex([m for m in metrics if m in set(sub["metric"])])
@@ -433,7 +463,7 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
         ax.errorbar(
             sub["mean_delta"],
             y,
-            xerr=_error(sub["ci_low"], sub["mean_delta"], sub["ci_high"]),
+            xerr=error_bars(sub["ci_low"], sub["mean_delta"], sub["ci_high"]),
             fmt="o",
             capsize=3,
         )
@@ -468,7 +498,7 @@ def plot_wins_losses(
     if data.empty:
         return None
     colours = {"treatment": "#2a9d8f", "baseline": "#e76f51", "tie": "#8d99ae"}
-    fig, ax = _figure(0.32 * len(data) + 1.4)
+    fig, ax = new_figure(0.32 * len(data) + 1.4)
     y = np.arange(len(data))
     ax.barh(y, data["delta"], color=[colours[r] for r in data["result"]])
     ax.axvline(0, color="grey", lw=1)

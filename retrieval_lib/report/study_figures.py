@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.report.display import n_label
-from retrieval_lib.report.figures import _error, _figure, _palette
+from retrieval_lib.report.figures import colours_for, error_bars, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -58,14 +58,14 @@ def plot_leaderboard(board: pd.DataFrame) -> Figure | None:
     if data.empty:
         return None
     labels = [f"{m}\n{f}" for m, f in zip(data["model"], data["config_family"], strict=True)]
-    fig, axes = _figure(0.55 * len(data) + 1.6, ncols=2, sharey=True)
+    fig, axes = new_figure(0.55 * len(data) + 1.6, ncols=2, sharey=True)
     y = np.arange(len(data))
     for ax, prefix, title in ((axes[0], "reward", "mean reward"), (axes[1], "pass", "pass rate")):
         mean = data[f"{prefix}_mean"]
         ax.barh(
             y,
             mean,
-            xerr=_error(data[f"{prefix}_ci_low"], mean, data[f"{prefix}_ci_high"]),
+            xerr=error_bars(data[f"{prefix}_ci_low"], mean, data[f"{prefix}_ci_high"]),
             color="#4c72b0",
             alpha=0.85,
             capsize=3,
@@ -96,8 +96,8 @@ def plot_tiers(tiers: pd.DataFrame, tier_order: tuple[str, ...]) -> Figure | Non
     if data.empty:
         return None
     families = sorted(data["config_family"].unique())
-    colours = _palette(families)
-    fig, ax = _figure(3.8)
+    colours = colours_for(families)
+    fig, ax = new_figure(3.8)
     width = 0.8 / len(families)
     x = np.arange(len(tier_order))
     for i, family in enumerate(families):
@@ -110,7 +110,7 @@ def plot_tiers(tiers: pd.DataFrame, tier_order: tuple[str, ...]) -> Figure | Non
             width,
             color=colours[family],
             label=family,
-            yerr=_error(sub["reward_ci_low"], mean, sub["reward_ci_high"]),
+            yerr=error_bars(sub["reward_ci_low"], mean, sub["reward_ci_high"]),
             capsize=3,
         )
         trials = sub["reward_n_trials"] if "reward_n_trials" in sub else [None] * len(sub)
@@ -141,7 +141,7 @@ def plot_tool_value(tools: pd.DataFrame, top: int = 14) -> Figure | None:
         f"{t} ({c}) · {f}"
         for t, c, f in zip(data["tool"], data["tool_category"], data["config_family"], strict=True)
     ]
-    fig, axes = _figure(0.36 * len(data) + 1.6, ncols=2, sharey=True)
+    fig, axes = new_figure(0.36 * len(data) + 1.6, ncols=2, sharey=True)
     y = np.arange(len(data))
     colours = ["#dd8452" if m else "#4c72b0" for m in data["is_mcp"]]
     axes[0].barh(y, data["calls"], color=colours)
@@ -173,8 +173,8 @@ def plot_scatter_fits(
     if pairs.empty:
         return None
     groups = sorted(table[hue].dropna().astype(str).unique())
-    colours = _palette(groups)
-    fig, axes = _figure(3.6, ncols=len(pairs), squeeze=False)
+    colours = colours_for(groups)
+    fig, axes = new_figure(3.6, ncols=len(pairs), squeeze=False)
     rows: list[dict[Any, Any]] = pairs.to_dict("records")
     lines: list[dict[Any, Any]] = fits.to_dict("records")
     for ax, row, fit in zip(axes[0], rows, lines, strict=True):
@@ -261,7 +261,7 @@ def plot_timelines(
     )
     ordered += sorted(gt - touched)  # never-touched ground truth: an empty shaded row
     files = ordered[:_MAX_TIMELINE_FILES] + (["(no file)"] if "(no file)" in touched else [])
-    fig, axes = _figure(0.28 * len(files) + 2.2, ncols=2, width=13, sharey=True)
+    fig, axes = new_figure(0.28 * len(files) + 2.2, ncols=2, width=13, sharey=True)
     for ax, frame, title in zip(axes, frames, titles, strict=True):
         _timeline_axis(ax, frame, files, gt, x, title)
     axes[0].set_yticks(

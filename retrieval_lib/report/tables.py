@@ -5,11 +5,11 @@ or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
 
 * the **task** is the unit of inference (repeated trials of a task are not independent;
   :mod:`retrieval_lib.stats.clustered`, after Miller 2024, arXiv:2411.00640):
-  :func:`quality_by_config` averages each task's trials first (mean over tasks),
-  :func:`calibration_table` keeps the mean over the trials of a slice (a slice is a
-  property of the trial) with a cluster bootstrap that resamples tasks with all their
-  trials; ``n`` (and ``n_tasks``) counts tasks, ``n_trials`` the trials behind them. A
-  table without ``task_name`` takes each row as its own task;
+  :func:`quality_by_config` averages each task's trials first (mean over tasks, through
+  :func:`retrieval_lib.stats.means.mean_ci`, which also gives the calibration table,
+  :func:`retrieval_lib.stats.means.calibration_table`); ``n`` (and ``n_tasks``) counts
+  tasks, ``n_trials`` the trials behind them. A table without ``task_name`` takes each
+  row as its own task;
 * a value that cannot be computed is NaN with a ``reason``, never 0, and every aggregate
   carries its ``n``;
 * confidence intervals of means are percentile bootstrap intervals over tasks (the
@@ -41,17 +41,15 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.errors import InputError, StatisticsError
+from retrieval_lib.errors import InputError
 from retrieval_lib.stats.columns import KEY_METRICS
+from retrieval_lib.stats.means import MEAN_CI_COLUMNS, mean_ci_row, row_tasks
 
 __all__ = [
-    "CALIBRATION_DIMENSIONS",
     "KEY_METRICS",
     "OUTCOMES",
     "UTIL_METRICS",
-    "MeanCI",
     "RunData",
-    "calibration_table",
     "correlation_grid",
     "coverage_frame",
     "count_table",
@@ -60,7 +58,6 @@ __all__ = [
     "left_out_table",
     "funnel_table",
     "load_run_data",
-    "mean_ci",
     "overview_table",
     "non_computable_counts",
     "per_task_deltas",
@@ -89,10 +86,6 @@ OUTCOMES: tuple[str, ...] = (
     "agent_execution_seconds",
     "total_tokens",
 )
-#: The calibration slice columns of the metrics table.
-CALIBRATION_DIMENSIONS: tuple[str, str] = ("candidate_set_size_slice", "evidence_type")
-#: Display order of the candidate-set size slices.
-SIZE_SLICE_ORDER: tuple[str, ...] = ("small", "medium", "large")
 _FUNNEL_STAGES: tuple[str, ...] = ("surfaced", "read", "edited")
 _TAXONOMY_PREFIX = "taxonomy."
 
@@ -147,7 +140,7 @@ def load_run_data(run_dir: str | Path) -> RunData:
 
     from retrieval_lib.events.document import load_documents
     from retrieval_lib.metrics.summary import EVENTS_DIRNAME, SUMMARY_FILENAME
-    from retrieval_lib.stats.impact import find_metrics_tables, read_metrics_table
+    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -297,147 +290,6 @@ def non_computable_counts(table: pd.DataFrame) -> pd.DataFrame:
     return count_table(skipped, ["non_computable_reason"])
 
 
-# --------------------------------------------------------------------------- means and CIs
-
-
-@dataclass(frozen=True)
-class MeanCI:
-    """Mean of the non-missing values with a percentile-bootstrap interval.
-
-    ``ci_low``/``ci_high`` are NaN (with ``reason``) when fewer than two values (tasks)
-    exist; ``mean`` is NaN when there is none. With tasks given to :func:`mean_ci`, ``n``
-    counts tasks and ``n_trials`` the trials behind them; without, ``n_trials`` is None.
-    """
-
-    n: int
-    mean: float
-    ci_low: float
-    ci_high: float
-    reason: str | None
-    n_trials: int | None = None
-
-
-def mean_ci(
-    values: Iterable[float] | np.ndarray | pd.Series,
-    *,
-    alpha: float = 0.05,
-    n_boot: int = 2000,
-    seed: int = 0,
-    tasks: Iterable[Any] | np.ndarray | pd.Series | None = None,
-    method: str = "aggregate",
-) -> MeanCI:
-    """Mean and ``1 - alpha`` percentile-bootstrap CI of the finite values.
-
-    Without ``tasks`` every value is one observation. With ``tasks`` (the task of each
-    value) the task is the unit: ``method="aggregate"`` averages each task's values first
-    and gives the mean over tasks with a bootstrap of the task means
-    (:func:`~retrieval_lib.stats.clustered.task_mean_ci`); ``method="cluster"`` gives the
-    mean over the values with a cluster bootstrap that resamples tasks with all their
-    values (:func:`~retrieval_lib.stats.clustered.cluster_bootstrap_mean`). ``n`` is then
-    the number of tasks and ``n_trials`` the number of values.
-
-    Parameters
-    ----------
-    values
-        Observations; NaN/None are left out (missing is not zero).
-    alpha
-        Two-sided error rate: the interval holds the ``alpha/2`` and ``1 - alpha/2``
-        quantiles of the bootstrap means.
-    n_boot
-        Bootstrap resamples (each draws ``n`` values with replacement).
-    seed
-        Seed of the bootstrap generator (see
-        :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`, which does the resampling).
-    tasks
-        The task of each value (same length), or None.
-    method
-        ``"aggregate"`` or ``"cluster"`` (only with ``tasks``).
-
-    Examples
-    --------
-    >>> r = mean_ci([1.0, 1.0, 1.0])
-    >>> (r.n, r.mean, r.ci_low, r.ci_high)
-    (3, 1.0, 1.0, 1.0)
-    >>> mean_ci([0.5]).reason
-    'n=1: no interval from a single value'
-    >>> r = mean_ci([1.0, 0.0, 0.5], tasks=["x", "x", "y"], n_boot=200)
-    >>> (r.n, r.n_trials, r.mean)
-    (2, 3, 0.5)
-    """
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
-
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha must be between 0 and 1, got {alpha}")
-    if n_boot < 1:
-        raise InputError(f"n_boot must be at least 1, got {n_boot}")
-    if tasks is not None:
-        from retrieval_lib.stats.clustered import cluster_bootstrap_mean, task_mean_ci
-
-        if method not in ("aggregate", "cluster"):
-            raise InputError(f"method must be 'aggregate' or 'cluster', not {method!r}")
-        estimate = task_mean_ci if method == "aggregate" else cluster_bootstrap_mean
-        try:
-            r = estimate(
-                pd.Series(list(values), dtype=object),
-                pd.Series(list(tasks), dtype=object),
-                alpha=alpha,
-                n_boot=n_boot,
-                seed=seed,
-            )
-        except StatisticsError as exc:
-            raise InputError(str(exc)) from None
-        return MeanCI(r.n_tasks, r.mean, r.ci_low, r.ci_high, r.reason, r.n_trials)
-    array = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").to_numpy(
-        dtype=np.float64
-    )
-    finite = array[np.isfinite(array)]
-    n = int(finite.size)
-    if n == 0:
-        return MeanCI(0, math.nan, math.nan, math.nan, "no computable value")
-    mean = float(finite.mean())
-    if n == 1:
-        return MeanCI(1, mean, math.nan, math.nan, "n=1: no interval from a single value")
-    try:
-        low, high = bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed, alpha=alpha)
-    except StatisticsError as exc:  # cannot happen after the checks above; keep one error type
-        raise InputError(str(exc)) from None
-    return MeanCI(n, mean, low, high, None)
-
-
-def _task_series(table: pd.DataFrame) -> pd.Series:
-    """The task of each row (the matched comparison's key); each row its own without one."""
-    if "task_name" in table.columns:
-        from retrieval_lib.stats.clustered import task_keys
-
-        return task_keys(table)
-    return pd.Series([f"row {i}" for i in range(len(table))], index=table.index)
-
-
-def _ci_row(
-    values: pd.Series,
-    alpha: float,
-    n_boot: int,
-    seed: int,
-    tasks: pd.Series | None = None,
-    method: str = "aggregate",
-) -> dict[str, Any]:
-    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed, tasks=tasks, method=method)
-    n_trials = r.n if r.n_trials is None else r.n_trials
-    return {
-        "n": r.n,
-        "n_tasks": r.n,
-        "n_trials": n_trials,
-        "mean": r.mean,
-        "ci_low": r.ci_low,
-        "ci_high": r.ci_high,
-        "reason": r.reason,
-    }
-
-
-#: Columns of a mean with its CI in the report tables (``n`` = ``n_tasks``).
-_CI_COLUMNS = ["n", "n_tasks", "n_trials", "mean", "ci_low", "ci_high", "reason"]
-
-
 def quality_by_config(
     table: pd.DataFrame,
     metrics: Sequence[str],
@@ -456,16 +308,16 @@ def quality_by_config(
     the order follows ``metrics`` within sorted configs.
     """
     rows = []
-    tasks = _task_series(table)
+    tasks = row_tasks(table)
     for config in sorted(table["config_name"].dropna().astype(str).unique()):
         in_config = table["config_name"].astype(str) == config
         group = table[in_config]
         for metric in present(table, metrics):
             rows.append(
                 {"config_name": config, "metric": metric}
-                | _ci_row(group[metric], alpha, n_boot, seed, tasks[in_config])
+                | mean_ci_row(group[metric], alpha, n_boot, seed, tasks[in_config])
             )
-    return pd.DataFrame(rows, columns=["config_name", "metric", *_CI_COLUMNS])
+    return pd.DataFrame(rows, columns=["config_name", "metric", *MEAN_CI_COLUMNS])
 
 
 # --------------------------------------------------------------------------- funnel
@@ -565,60 +417,6 @@ def taxonomy_table(table: pd.DataFrame) -> pd.DataFrame:
             "files_per_trial",
         ],
     )
-
-
-# --------------------------------------------------------------------------- calibration
-
-
-def calibration_table(
-    table: pd.DataFrame,
-    metric: str,
-    *,
-    alpha: float = 0.05,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Mean and CI of ``metric`` per candidate-set size slice × evidence type.
-
-    Trials without a slice (no trace) are left out. The slice is a property of the trial
-    (one task's trials may fall into different slices), so the mean is over the trials of
-    the slice and its CI a cluster bootstrap resampling tasks with all their trials in the
-    slice (:func:`~retrieval_lib.stats.clustered.cluster_bootstrap_mean`). Rows follow the
-    size order small, medium, large, then evidence type alphabetically. Columns:
-    ``candidate_set_size_slice, evidence_type, n, n_tasks, n_trials, mean, ci_low,
-    ci_high, reason`` (``n`` = ``n_tasks``).
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"candidate_set_size_slice": ["large", "small", "small", None],
-    ...                   "evidence_type": ["mcp", "local", "local", None],
-    ...                   "file.AP": [0.2, 0.4, 0.6, 0.9]})
-    >>> calibration_table(t, "file.AP")[["candidate_set_size_slice", "n"]].values.tolist()
-    [['small', 2], ['large', 1]]
-    """
-    size_col, evidence_col = CALIBRATION_DIMENSIONS
-    columns = [size_col, evidence_col, *_CI_COLUMNS]
-    if metric not in table.columns:
-        return pd.DataFrame(columns=columns)
-    sliced = table.dropna(subset=[size_col, evidence_col])
-    tasks = _task_series(sliced)
-    order = {name: i for i, name in enumerate(SIZE_SLICE_ORDER)}
-    keys = sorted(
-        {(str(s), str(e)) for s, e in zip(sliced[size_col], sliced[evidence_col], strict=True)},
-        key=lambda k: (order.get(k[0], len(order)), k[0], k[1]),
-    )
-    rows = []
-    for size, evidence in keys:
-        in_cell = (sliced[size_col].astype(str) == size) & (
-            sliced[evidence_col].astype(str) == evidence
-        )
-        rows.append(
-            {size_col: size, evidence_col: evidence}
-            | _ci_row(
-                sliced.loc[in_cell, metric], alpha, n_boot, seed, tasks[in_cell], method="cluster"
-            )
-        )
-    return pd.DataFrame(rows, columns=columns)
 
 
 # --------------------------------------------------------------------------- correlations

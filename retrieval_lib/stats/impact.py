@@ -67,7 +67,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -97,7 +97,6 @@ __all__ = [
     "ImpactResult",
     "ImpactRun",
     "analyze_impact",
-    "find_metrics_tables",
     "impact_for_run",
     "option_differences",
     "recorded_options",
@@ -106,31 +105,12 @@ __all__ = [
     "analyze_impact_columns",
     "load_impact",
     "load_impact_schema",
-    "read_metrics_table",
     "run_impact",
 ]
 
 IMPACT_SCHEMA_VERSION = "1.3"
 IMPACT_FILENAME = "retrieval_impact.json"
 POOLED_FILENAME = "retrieval_impact_pooled.json"
-_TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
-#: Identity and provenance columns read as text from CSV (so "2.10" stays "2.10").
-_TEXT_COLUMNS = (
-    "run_id",
-    "config_name",
-    "task_name",
-    "trial_name",
-    "benchmark",
-    "model",
-    "harness_version",
-    "harness_version_source",
-    "harness_version_unknown_reason",
-    "tokens_source",
-    "cost_source",
-    "non_computable_reason",
-    "candidate_set_size_slice",
-    "evidence_type",
-)
 _INTERPRETATION = (
     "Correlations are associations between retrieval metrics and outcomes over tasks "
     "(repeated trials averaged per task), not causal effects. Matched comparisons report treatment minus baseline on tasks "
@@ -496,84 +476,6 @@ def load_impact_schema() -> dict[str, Any]:
     return schema
 
 
-# --------------------------------------------------------------------------- files
-
-
-def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
-    """The per-task metrics tables ``retrieval-lib evaluate`` wrote for ``path``.
-
-    ``path`` may be the table itself, a run folder (``<run>/retrieval_events/``), the
-    ``retrieval_events`` folder, or a folder of runs (searched recursively). Where a
-    folder holds both a Parquet and a CSV table, the Parquet one is used.
-
-    Raises
-    ------
-    InputError
-        When ``path`` does not exist or holds no table (evaluate has not been run), or
-        (:class:`~retrieval_lib.completion.IncompleteOutputError`) a table's run is not
-        completely evaluated or its files do not match its completion record.
-    """
-    from retrieval_lib.completion import check_evaluated
-
-    root = Path(path)
-    if not root.exists():
-        raise InputError(f"{root} does not exist")
-    if root.is_file():
-        if root.name not in _TABLE_NAMES:
-            raise InputError(
-                f"{root} is not a retrieval metrics table ({' or '.join(_TABLE_NAMES)})"
-            )
-        check_evaluated(root.parent)
-        return [root]
-    found: dict[Path, Path] = {}
-    for name in _TABLE_NAMES:  # parquet first: it wins over a CSV in the same folder
-        for table in sorted(root.rglob(name)):
-            found.setdefault(table.parent, table)
-    if not found:
-        raise InputError(
-            f"no retrieval metrics table ({' or '.join(_TABLE_NAMES)}) under {root}: "
-            f"run `retrieval-lib evaluate {root}` first"
-        )
-    for parent in sorted(found):
-        # an interrupted evaluate, or files changed since: refused, naming the run
-        check_evaluated(parent)
-    return [found[parent] for parent in sorted(found)]
-
-
-def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read one per-task metrics table (Parquet or CSV) as written by ``evaluate``.
-
-    Raises
-    ------
-    InputError
-        When the file cannot be read (or Parquet support is missing).
-    """
-    table = Path(path)
-    try:
-        if table.suffix == ".parquet":
-            try:
-                import pyarrow  # noqa: F401
-            except ImportError:
-                raise InputError(
-                    f"{table} is Parquet but pyarrow is not installed "
-                    "(pip install 'retrieval_lib[parquet]')"
-                ) from None
-            return pd.read_parquet(table)
-        # the floats evaluate wrote, to the last bit: pandas < 3 (the only pandas on
-        # Python 3.10) reads them with a parser that can be one unit in the last place
-        # off unless asked for round_trip; pandas 3 reads them exactly, and deprecates it
-        precision: Literal["round_trip"] | None = (
-            "round_trip" if pd.__version__.startswith("2.") else None
-        )
-        return pd.read_csv(
-            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
-        )
-    except InputError:
-        raise
-    except Exception as exc:  # any parser error becomes one clear message
-        raise InputError(f"cannot read metrics table {table}: {exc}") from exc
-
-
 @dataclass(frozen=True)
 class ImpactRun:
     """What :func:`run_impact` analysed and wrote.
@@ -640,6 +542,8 @@ def run_impact(
     StatisticsError
         An explicit config is absent from a table.
     """
+    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
+
     tables: list[Path] = []
     for path in paths:
         for table in find_metrics_tables(path):
@@ -985,6 +889,7 @@ def impact_for_run(
     ('computed', 60, 'retrieval_impact.json was made with other parameters (n_boot: 50 -> 60)')
     """
     from retrieval_lib.metrics.summary import EVENTS_DIRNAME
+    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 
     root = Path(run_dir)
     kept: dict[str, Any] = {}

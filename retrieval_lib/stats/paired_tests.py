@@ -206,7 +206,7 @@ def bootstrap_mean_ci(
     """Bootstrap ``1 - alpha`` CI of the mean, resampling values with replacement.
 
     The one bootstrap of a mean in retrieval_lib: paired deltas here and the per-config
-    means of the reports (:func:`retrieval_lib.report.tables.mean_ci`) both use it.
+    means of the reports (:func:`retrieval_lib.stats.means.mean_ci`) both use it.
 
     Parameters
     ----------

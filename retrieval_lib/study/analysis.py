@@ -6,7 +6,7 @@ observations (:mod:`retrieval_lib.stats.clustered`; Miller 2024, arXiv:2411.0064
 value that cannot be computed is NaN with a reason, never 0; every aggregate carries its
 ``n`` in tasks with the trials beside it (``*_n`` = ``*_n_tasks``, ``*_n_trials``);
 confidence intervals of means are seeded percentile bootstrap intervals over tasks
-(:func:`retrieval_lib.report.tables.mean_ci` with ``tasks``).
+(:func:`retrieval_lib.stats.means.mean_ci` with ``tasks``).
 
 * :func:`leaderboard`: model × config family: tasks, trials, mean reward and pass rate
   with CIs, tokens, cost, time — **aggregate first**: each task's trials are averaged
@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.tables import mean_ci
+from retrieval_lib.stats.means import mean_ci
 
 __all__ = [
     "FLAG_RULES",

@@ -343,8 +343,8 @@ class Study:
 
     def calibration(self, metric: str) -> pd.DataFrame:
         """``metric`` by candidate-set size × evidence type: mean over the slice's trials, CI
-        by the task-cluster bootstrap, ``n`` in tasks (:func:`~retrieval_lib.report.tables.calibration_table`)."""
-        from retrieval_lib.report.tables import calibration_table
+        by the task-cluster bootstrap, ``n`` in tasks (:func:`~retrieval_lib.stats.means.calibration_table`)."""
+        from retrieval_lib.stats.means import calibration_table
 
         o = self.options
         return calibration_table(self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)

@@ -612,7 +612,7 @@ def read_evaluated(
     InputError
         Two folders hold the same run id, or no trial is left.
     """
-    from retrieval_lib.stats.impact import find_metrics_tables, read_metrics_table
+    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 
     mapping = config_families(config_map)
     frames: list[pd.DataFrame] = []

@@ -36,10 +36,10 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
-from retrieval_lib.io import parse_iso_time
+from retrieval_lib.io import lies_outside, parse_iso_time
 from retrieval_lib.safe_text import describe_value, value_text
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
-from retrieval_lib.traces.stream_json import _content_text, _loads_repaired, _read_trace_bytes
+from retrieval_lib.traces.stream_json import content_text, loads_repaired, read_trace_bytes
 
 __all__ = ["UnsupportedATIFVersion", "parse_atif"]
 
@@ -166,13 +166,13 @@ def _load_document(
     string cut inside an emoji) are replaced rather than losing the whole trajectory; the
     replacement is noted in ``warnings``.
     """
-    data = _read_trace_bytes(path, "trajectory", within)
+    data = read_trace_bytes(path, "trajectory", within)
     if not data.strip():
         raise InputError(f"trajectory {path} is empty: not an ATIF trajectory")
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        repaired = _loads_repaired(data)
+        repaired = loads_repaired(data)
         if repaired is None:
             raise InputError(f"trajectory {path} is not valid JSON: {exc}") from exc
         document, what = repaired
@@ -358,7 +358,7 @@ class _TrajectoryParser:
                             f"step #{number}: second result for call {call_id} ignored"
                         )
                         continue
-                    results[call_id] = _content_text(result.get("content"))
+                    results[call_id] = content_text(result.get("content"))
                     ref = result.get("subagent_trajectory_ref")
                     if ref:
                         subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
@@ -576,12 +576,13 @@ class _TrajectoryParser:
             try:
                 candidate = (self.folder / trajectory_path).resolve()
                 is_file = candidate.is_file()
+                outside = lies_outside(self.folder / trajectory_path, self.folder)
             except (OSError, ValueError, RuntimeError):  # NUL byte, symlink loop
                 self.warnings.append(
                     f"subagent trajectory path {trajectory_path!r} is not a usable path"
                 )
                 return None
-            if not candidate.is_relative_to(self.folder.resolve()):
+            if outside:
                 self.warnings.append(
                     f"subagent trajectory {trajectory_path!r} lies outside the trajectory "
                     "folder, not followed"

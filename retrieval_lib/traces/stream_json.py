@@ -23,11 +23,10 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.io import NotRegularFileError, read_regular_bytes
-from retrieval_lib.runs import lies_outside
+from retrieval_lib.io import NotRegularFileError, lies_outside, read_regular_bytes
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 
-__all__ = ["parse_stream_json"]
+__all__ = ["content_text", "loads_repaired", "parse_stream_json", "read_trace_bytes"]
 
 #: Per-line warnings beyond this many are summarised in one line.
 _MAX_LINE_WARNINGS = 20
@@ -49,11 +48,19 @@ _MODEL_USAGE_FIELDS = (
 )
 
 
-def _read_trace_bytes(path: str | Path, what: str, within: str | Path | None = None) -> bytes:
+def read_trace_bytes(path: str | Path, what: str, within: str | Path | None = None) -> bytes:
     """Read a whole trace file (minus any UTF-8 BOM); OS errors become :class:`InputError`.
 
     The file must lie inside ``within`` (default: its own folder) once symlinks are
     resolved: a trace that is a symlink to ``/etc/passwd`` is refused, never read.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> trace = Path(tempfile.mkdtemp()) / "t.jsonl"
+    >>> _ = trace.write_bytes(b"\\xef\\xbb\\xbf{}")
+    >>> read_trace_bytes(trace, "transcript")
+    b'{}'
     """
     file_path = Path(path)
     try:
@@ -77,12 +84,19 @@ def _read_trace_bytes(path: str | Path, what: str, within: str | Path | None = N
     return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
 
 
-def _content_text(content: Any) -> str | None:
+def content_text(content: Any) -> str | None:
     """Tool-result content as text.
 
     Strings pass through; a list of content blocks becomes the ``"\\n"``-joined texts of
     its text blocks (image blocks carry no text); any other JSON value is serialised, so
     JSON results stay JSON text. ``None`` stays ``None`` (no result recorded).
+
+    Examples
+    --------
+    >>> content_text([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}])
+    'a\\nb'
+    >>> content_text({"k": 1})
+    '{"k":1}'
     """
     if content is None or isinstance(content, str):
         return content
@@ -230,7 +244,7 @@ def parse_stream_json(path: str | Path, *, within: str | Path | None = None) -> 
     >>> trace.harness_version, trace.totals.source
     ('2.1.62', 'transcript.messages(deduplicated)')
     """
-    data = _read_trace_bytes(path, "transcript", within)
+    data = read_trace_bytes(path, "transcript", within)
     # Lines end in "\n" (or "\r\n": JSON ignores the "\r"); a file written with bare
     # "\r" line ends would otherwise be one line.
     raw_lines = data.split(b"\n") if b"\n" in data or b"\r" not in data else data.split(b"\r")
@@ -280,7 +294,7 @@ def parse_stream_json(path: str | Path, *, within: str | Path | None = None) -> 
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            repaired = _loads_repaired(line)
+            repaired = loads_repaired(line)
             if repaired is None:
                 error = exc
             else:
@@ -396,7 +410,7 @@ def parse_stream_json(path: str | Path, *, within: str | Path | None = None) -> 
                 if call_id in results:
                     duplicate_results += 1
                     continue
-                results[call_id] = (_content_text(block.get("content")), block.get("is_error"))
+                results[call_id] = (content_text(block.get("content")), block.get("is_error"))
             if len(line_results) == 1 and "tool_use_result" in obj:
                 call_id = line_results[0].get("tool_use_id")
                 if isinstance(call_id, str):
@@ -481,12 +495,19 @@ _LONE_SURROGATE_RE = re.compile(
 )
 
 
-def _loads_repaired(data: bytes) -> tuple[Any, str] | None:
+def loads_repaired(data: bytes) -> tuple[Any, str] | None:
     """``data`` parsed after repairing what orjson cannot take, and what was repaired.
 
     Bytes that are not UTF-8 and escaped lone surrogates become U+FFFD. Returns ``None``
     when there is nothing to repair or the JSON is still invalid (then it is broken, or
     cut off). Only called after a failed parse, so valid input pays nothing.
+
+    Examples
+    --------
+    >>> loads_repaired(b'{"a": "x\\\\ud83d"}')
+    ({'a': 'x\ufffd'}, '1 escaped lone surrogate(s)')
+    >>> loads_repaired(b'{"a": 1}') is None
+    True
     """
     repairs: list[str] = []
     try:

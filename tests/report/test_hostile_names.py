@@ -159,6 +159,7 @@ def test_item4_report_figures_with_math_in_names_render(math_text_on):
     import matplotlib.pyplot as plt
 
     from retrieval_lib.report import figures, tables
+    from retrieval_lib.stats import means
 
     rng = np.random.default_rng(1)
     n = 16
@@ -192,7 +193,7 @@ def test_item4_report_figures_with_math_in_names_render(math_text_on):
         figures.plot_quality(tables.quality_by_config(table, ["file.AP"], n_boot=50)),
         figures.plot_funnel(tables.funnel_table(table)),
         figures.plot_taxonomy(tables.taxonomy_table(table)),
-        figures.plot_calibration(tables.calibration_table(table, "file.AP", n_boot=50), "file.AP"),
+        figures.plot_calibration(means.calibration_table(table, "file.AP", n_boot=50), "file.AP"),
         figures.plot_wins_losses(tables.per_task_deltas(per_task, "reward"), "reward"),
     ]
     for fig in made:

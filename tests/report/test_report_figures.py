@@ -11,6 +11,7 @@ pytest.importorskip("seaborn")
 PIL = pytest.importorskip("PIL.Image")
 
 from retrieval_lib.report import figures, tables  # noqa: E402
+from retrieval_lib.stats import means  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -89,7 +90,7 @@ def test_every_figure_renders_to_a_readable_png_and_is_closed():
         "funnel": figures.plot_funnel(tables.funnel_table(table)),
         "taxonomy": figures.plot_taxonomy(tables.taxonomy_table(table)),
         "calibration": figures.plot_calibration(
-            tables.calibration_table(table, "file.AP", n_boot=200), "file.AP"
+            means.calibration_table(table, "file.AP", n_boot=200), "file.AP"
         ),
         "heatmap": figures.plot_correlation_heatmap(grids, alpha=0.05, adjust="p_holm"),
         "scatter": figures.plot_scatter_pairs(
@@ -122,7 +123,7 @@ def test_figures_return_none_without_data():
     assert figures.plot_quality(empty_quality) is None
     assert (
         figures.plot_calibration(
-            tables.calibration_table(
+            means.calibration_table(
                 pd.DataFrame({"candidate_set_size_slice": [], "evidence_type": [], "file.AP": []}),
                 "file.AP",
             ),

@@ -12,16 +12,15 @@ import pytest
 import scipy.stats
 
 from retrieval_lib.errors import InputError, StatisticsError
+from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 from retrieval_lib.stats.correlation import POOLED_GROUP
 from retrieval_lib.stats.impact import (
     IMPACT_FILENAME,
     analyze_impact,
-    find_metrics_tables,
     impact_for_run,
     impact_to_json,
     load_impact,
     load_impact_schema,
-    read_metrics_table,
     run_impact,
 )
 from retrieval_lib.stats.paired import match_tasks

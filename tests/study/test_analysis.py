@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from retrieval_lib.report.display import ci_text, readable
-from retrieval_lib.report.tables import mean_ci
+from retrieval_lib.stats.means import mean_ci
 from retrieval_lib.study.analysis import (
     FLAG_RULES,
     fit_lines,

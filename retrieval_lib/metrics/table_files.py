@@ -1,0 +1,125 @@
+"""The per-task metrics table on disk: finding it and reading it back.
+
+``retrieval-lib evaluate`` (:func:`~retrieval_lib.metrics.summary.evaluate_run`) writes
+one table per run, ``<run>/retrieval_events/retrieval_metrics.parquet`` (or ``.csv``
+without pyarrow); the impact stage, the run report and the study read it through
+:func:`find_metrics_tables` and :func:`read_metrics_table`, so the reader lives beside
+its writer and every reader reads it the same way (identity columns as text, floats to
+the last bit, an unfinished evaluate refused).
+
+Examples
+--------
+>>> import tempfile
+>>> find_metrics_tables(tempfile.mkdtemp())  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+retrieval_lib.errors.InputError: no retrieval metrics table (retrieval_metrics.parquet or ...
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from retrieval_lib.errors import InputError
+from retrieval_lib.metrics.summary import TABLE_BASENAME
+
+__all__ = ["find_metrics_tables", "read_metrics_table"]
+
+#: The table files evaluate writes (:func:`~retrieval_lib.metrics.summary.evaluate_run`),
+#: in the order a folder holding both is read: Parquet first.
+_TABLE_NAMES = (f"{TABLE_BASENAME}.parquet", f"{TABLE_BASENAME}.csv")
+#: Identity and provenance columns read as text from CSV (so "2.10" stays "2.10").
+_TEXT_COLUMNS = (
+    "run_id",
+    "config_name",
+    "task_name",
+    "trial_name",
+    "benchmark",
+    "model",
+    "harness_version",
+    "harness_version_source",
+    "harness_version_unknown_reason",
+    "tokens_source",
+    "cost_source",
+    "non_computable_reason",
+    "candidate_set_size_slice",
+    "evidence_type",
+)
+
+
+def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
+    """The per-task metrics tables ``retrieval-lib evaluate`` wrote for ``path``.
+
+    ``path`` may be the table itself, a run folder (``<run>/retrieval_events/``), the
+    ``retrieval_events`` folder, or a folder of runs (searched recursively). Where a
+    folder holds both a Parquet and a CSV table, the Parquet one is used.
+
+    Raises
+    ------
+    InputError
+        When ``path`` does not exist or holds no table (evaluate has not been run), or
+        (:class:`~retrieval_lib.completion.IncompleteOutputError`) a table's run is not
+        completely evaluated or its files do not match its completion record.
+    """
+    from retrieval_lib.completion import check_evaluated
+
+    root = Path(path)
+    if not root.exists():
+        raise InputError(f"{root} does not exist")
+    if root.is_file():
+        if root.name not in _TABLE_NAMES:
+            raise InputError(
+                f"{root} is not a retrieval metrics table ({' or '.join(_TABLE_NAMES)})"
+            )
+        check_evaluated(root.parent)
+        return [root]
+    found: dict[Path, Path] = {}
+    for name in _TABLE_NAMES:  # parquet first: it wins over a CSV in the same folder
+        for table in sorted(root.rglob(name)):
+            found.setdefault(table.parent, table)
+    if not found:
+        raise InputError(
+            f"no retrieval metrics table ({' or '.join(_TABLE_NAMES)}) under {root}: "
+            f"run `retrieval-lib evaluate {root}` first"
+        )
+    for parent in sorted(found):
+        # an interrupted evaluate, or files changed since: refused, naming the run
+        check_evaluated(parent)
+    return [found[parent] for parent in sorted(found)]
+
+
+def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read one per-task metrics table (Parquet or CSV) as written by ``evaluate``.
+
+    Raises
+    ------
+    InputError
+        When the file cannot be read (or Parquet support is missing).
+    """
+    table = Path(path)
+    try:
+        if table.suffix == ".parquet":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise InputError(
+                    f"{table} is Parquet but pyarrow is not installed "
+                    "(pip install 'retrieval_lib[parquet]')"
+                ) from None
+            return pd.read_parquet(table)
+        # the floats evaluate wrote, to the last bit: pandas < 3 (the only pandas on
+        # Python 3.10) reads them with a parser that can be one unit in the last place
+        # off unless asked for round_trip; pandas 3 reads them exactly, and deprecates it
+        precision: Literal["round_trip"] | None = (
+            "round_trip" if pd.__version__.startswith("2.") else None
+        )
+        return pd.read_csv(
+            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
+        )
+    except InputError:
+        raise
+    except Exception as exc:  # any parser error becomes one clear message
+        raise InputError(f"cannot read metrics table {table}: {exc}") from exc
