@@ -243,7 +243,33 @@ def make_archive(
     return folders
 
 
-def archive(sizes: list[int], root: Path) -> int:
+def _load_probe(runs: Path, verify: bool) -> dict[str, float | int]:
+    """In this process: the up-to-date check (``prepare_runs``) and the read
+    (``read_evaluated``) of the evaluated runs under ``runs``: CPU seconds of each and the
+    peak resident memory (``ru_maxrss``)."""
+    import inspect
+    import resource
+
+    from retrieval_lib.study.loader import prepare_runs, read_evaluated
+
+    started = time.process_time()
+    options = {"verify": True} if verify else {}
+    if options and "verify" not in inspect.signature(prepare_runs).parameters:
+        options = {}  # code before the one-record check: every check is the full one
+    prepared = prepare_runs([runs], None, **options)
+    checked = time.process_time()
+    tables = read_evaluated(prepared.events_dirs)
+    done = time.process_time()
+    return {
+        "check_cpu_seconds": round(checked - started, 2),
+        "read_cpu_seconds": round(done - checked, 2),
+        "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "trials": int(tables.trials.shape[0]),
+        "events": int(tables.events.shape[0]),
+    }
+
+
+def archive(sizes: list[int], root: Path, *, load_only: bool = False) -> int:
     """The archive workload at each size; prints and writes ``benchmarks/out/study_archive.json``."""
     templates = _templates(root / "templates")
     results = []
@@ -255,6 +281,19 @@ def archive(sizes: list[int], root: Path) -> int:
             started = time.perf_counter()
             make_archive(data / "runs", trials, templates)
             marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+        if load_only:
+            for verify in (False, True):
+                probe = subprocess.run(
+                    [sys.executable, __file__, "--load-probe", str(data / "runs")]
+                    + (["--verify"] if verify else []),
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                result = {"trials": trials, "verify": verify, **json.loads(probe.stdout)}
+                results.append(result)
+                print(json.dumps(result), flush=True)
+            continue
         reports = root / f"reports_{trials}"
         shutil.rmtree(reports, ignore_errors=True)
         cli = [
@@ -290,6 +329,9 @@ def archive(sizes: list[int], root: Path) -> int:
             print(f"{key:28} {value}", flush=True)
         (HERE / "out").mkdir(exist_ok=True)
         (HERE / "out" / "study_archive.json").write_text(json.dumps(results, indent=2) + "\n")
+    if load_only:
+        (HERE / "out").mkdir(exist_ok=True)
+        (HERE / "out" / "study_archive_load.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
@@ -309,9 +351,20 @@ def main() -> int:
         metavar="TRIALS",
         help="run the archive workload of TRIALS trials (repeatable) instead",
     )
+    parser.add_argument(
+        "--load-only",
+        action="store_true",
+        help="with --archive: time only the up-to-date check and the read of the runs "
+        "(default and --verify check), each in a subprocess",
+    )
+    parser.add_argument("--load-probe", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.load_probe:
+        print(json.dumps(_load_probe(args.load_probe, args.verify)))
+        return 0
     if args.archive:
-        return archive(args.archive, args.out / "archive")
+        return archive(args.archive, args.out / "archive", load_only=args.load_only)
 
     from retrieval_lib.synth import generate_runs
 
