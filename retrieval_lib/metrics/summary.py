@@ -32,6 +32,7 @@ from retrieval_lib import __version__
 from retrieval_lib.completion import finish_evaluate
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
 from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
+from retrieval_lib.events.study_rows import StudyRowsWriter
 from retrieval_lib.io import atomic_write_bytes, atomic_write_text, dumps_json, load_package_json
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
@@ -539,6 +540,11 @@ def summary_record(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Key of the :func:`~retrieval_lib.events.study_rows.document_rows` that
+#: :func:`evaluate_document_files` adds to each summary record (written by the run table
+#: as the study's per-run tables; never in a metrics file).
+STUDY_KEY = "_study_rows"
+
 #: Blocks of a metrics record that :func:`summary_record` cuts down to what is read.
 _STAGE_BLOCKS = (
     "file_level",
@@ -558,6 +564,7 @@ def _evaluate_document_files(
     Returns ``(record, None)`` per document, or ``(None, error)`` for one that failed to load.
     """
     from retrieval_lib.events.document import load_document
+    from retrieval_lib.events.study_rows import document_rows
 
     docs: list[dict[str, Any]] = []
     loaded: list[Path] = []
@@ -575,7 +582,12 @@ def _evaluate_document_files(
             doc_path.with_name(metrics_filename(doc_path.name)),
             dumps_json(record, ndigits=WRITE_NDIGITS),
         )
-    return [(by_path[p], None) if p in by_path else (None, errors[p]) for p in doc_paths]
+    # what the study reads of each document, while it is in memory (events.study_rows)
+    study = {p: document_rows(doc, p.name) for p, doc in zip(loaded, docs, strict=True)}
+    return [
+        (by_path[p] | {STUDY_KEY: study[p]}, None) if p in by_path else (None, errors[p])
+        for p in doc_paths
+    ]
 
 
 def evaluate_document_files(
@@ -771,6 +783,8 @@ class _RunTable:
         self._seen: dict[str, dict[str, str]] = {}
         self.metrics_paths: list[Path] = []
         self.failures: list[tuple[Path, str]] = []
+        self.study = StudyRowsWriter()
+        self.study_complete = True
 
     def add(
         self,
@@ -786,6 +800,11 @@ class _RunTable:
                 self.metrics_paths.append(doc_path.with_name(metrics_filename(doc_path.name)))
         if not records:
             return
+        study = [r[STUDY_KEY] for r in records if STUDY_KEY in r]
+        if len(study) == len(records):
+            self.study.add(study)
+        else:
+            self.study_complete = False  # records made elsewhere: no study tables
         import pandas as pd
 
         self.facts.extend(_count_facts(r) for r in records)
@@ -827,8 +846,18 @@ class _RunTable:
         ks = normalize_k(next(iter(self.ks)))
         frame = self._frame(ks)
         summary = _summarize(frame, self.facts, ks)
+        if not self.study_complete:
+            self.study.enabled = False  # removes an older evaluation's study tables
         return _write_outputs(
-            events_dir, summary, frame, self.metrics_paths, self.failures, ks, n_documents, started
+            events_dir,
+            summary,
+            frame,
+            self.metrics_paths,
+            self.failures,
+            ks,
+            n_documents,
+            started,
+            study=self.study,
         )
 
     def _frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
@@ -875,6 +904,8 @@ def _write_outputs(
     ks: tuple[int, ...],
     n_documents: int,
     started: float | None,
+    *,
+    study: StudyRowsWriter | None = None,
 ) -> EvaluateResult:
     summary["counts"]["invalid_documents"] = [
         {
@@ -890,8 +921,14 @@ def _write_outputs(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
     table_path, dataset = _write_table(frame, events_dir)
+    if study is None:
+        study = StudyRowsWriter()
+        study.enabled = False  # nothing to write; an older evaluation's tables go
+    study_paths = study.write(events_dir)
     # last: the completion record names every file this evaluation wrote
-    finish_evaluate(events_dir, metrics_paths, [summary_path, table_path, *dataset], k=ks)
+    finish_evaluate(
+        events_dir, metrics_paths, [summary_path, table_path, *dataset, *study_paths], k=ks
+    )
     return EvaluateResult(
         events_dir=events_dir,
         documents=n_documents - len(failures),
