@@ -1,14 +1,17 @@
 """Build a study: bring every run up to date, then read them into tidy tables.
 
 :func:`prepare_runs` normalises and evaluates the runs under the given paths that are not
-yet evaluated, or whose inputs changed since (a fingerprint of every input file's path,
-size and modification time, the task definitions' ground-truth files, the library version
-and the cut-offs, kept in the run's completion record
-``retrieval_events/completion_record.json``, :mod:`retrieval_lib.completion`); up-to-date
-outputs whose files still match the record are reused as they are. :func:`read_evaluated`
-reads evaluated runs into the tables of a :class:`~retrieval_lib.study.core.Study`, one
-document at a time (memory grows with the number of events, not with the size of the
-documents).
+yet evaluated, or whose inputs changed since, and reuses the others. By default a run is
+up to date when its completion record (``retrieval_events/completion_record.json``,
+:mod:`retrieval_lib.completion`) says it is complete, the files the study reads match
+their recorded SHA-256, and the fingerprint of the run folder's top-level listing
+(:func:`listing_fingerprint`, with the task definitions, library code and cut-offs) is
+the recorded one: one record per run, no walk. ``verify=True`` is the full check: every
+input file's path, size and modification time (:func:`input_fingerprint`) and every
+document. :func:`read_evaluated` reads evaluated runs into the tables of a
+:class:`~retrieval_lib.study.core.Study` from their metrics tables and the study tables
+``evaluate`` wrote (:mod:`retrieval_lib.events.study_rows`), never decoding a document
+(runs evaluated without them are read from their documents, one at a time).
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
