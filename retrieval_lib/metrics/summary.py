@@ -456,10 +456,16 @@ def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
         )
 
 
-def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
+def _walk_documents(
+    path: Path, left_out: Any = None, evaluated: set[Path] | None = None
+) -> list[Path]:
     """Every entry named like a document below ``path`` (not a folder), symlinked folders
     not followed; a folder that cannot be listed, and a ``retrieval_events`` folder that
-    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``)."""
+    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``).
+
+    With ``evaluated``, a ``retrieval_events`` folder (not a symlink) holding a completion
+    record is added to it and not searched: its documents are not listed (a folder of
+    thousands of evaluated runs is found from one entry per run)."""
     found: list[Path] = []
 
     def unreadable(exc: OSError) -> None:
@@ -468,6 +474,11 @@ def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
 
     for folder, dirnames, filenames in os.walk(path, onerror=unreadable):
         base = Path(folder)
+        if evaluated is not None and EVENTS_DIRNAME in dirnames:
+            events = base / EVENTS_DIRNAME
+            if not events.is_symlink() and _has_record(events):
+                evaluated.add(events)
+                dirnames.remove(EVENTS_DIRNAME)
         for name in dirnames:
             if name == EVENTS_DIRNAME and left_out is not None and (base / name).is_symlink():
                 left_out.add(str(base / name), "a symlink; not followed")
@@ -475,6 +486,12 @@ def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
                 found.append(base / name)  # a link to a folder: named when loaded
         found.extend(base / name for name in filenames if name.endswith(EVENTS_SUFFIX))
     return sorted(found)
+
+
+def _has_record(events_dir: Path) -> bool:
+    from retrieval_lib.completion import COMPLETION_FILENAME
+
+    return (events_dir / COMPLETION_FILENAME).is_file()
 
 
 def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list[Path]:
@@ -499,13 +516,18 @@ def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list
             _refuse_link_out(path / EVENTS_DIRNAME, path)
             roots.add(path / EVENTS_DIRNAME)
             continue
+        if path.name == EVENTS_DIRNAME and not path.is_symlink() and _has_record(path):
+            roots.add(path)  # an events folder with its completion record: not searched
+            continue
         if path.resolve().parent.name == EVENTS_DIRNAME:
             raise InputError(
                 f"{path} is a config folder; pass the events folder above it "
                 "so the run summary covers every config"
             )
-        found = _walk_documents(path, left_out)
-        if not found:
+        evaluated: set[Path] = set()
+        found = _walk_documents(path, left_out, evaluated)
+        roots.update(evaluated)
+        if not found and not evaluated:
             raise InputError(
                 f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {path}; "
                 "run `retrieval-lib normalize` first"
