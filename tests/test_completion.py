@@ -302,3 +302,22 @@ def test_temporaries_of_the_record_and_outputs_are_removed(tmp_path):
         path.write_text("partial")
     assert remove_orphaned_temporaries([folder]) == 3
     assert [p for p in ours if p.exists()] == [] and other.exists()
+
+
+def test_study_verify_on_the_command_line_redoes_a_run_whose_document_was_truncated(
+    synth, tmp_path, capsys
+):
+    from retrieval_lib.cli import main
+
+    runs, tasks = synth
+    out = tmp_path / "out"
+    argv = ["study", str(runs), "--tasks-root", str(tasks), "--out", str(out), "--no-report"]
+    assert main(argv) == 0
+    folder = sorted(out.glob("*/retrieval_events"))[0]
+    _truncate(sorted(folder.rglob("*.retrieval_events.json"))[0])
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "up to date, reused: " in capsys.readouterr().out
+    assert main([*argv, "--verify"]) == 0
+    said = capsys.readouterr().out
+    assert "normalized 1 run(s)" in said and f"evaluated {folder.parent.name}:" in said

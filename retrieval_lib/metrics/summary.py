@@ -464,7 +464,7 @@ def _walk_documents(
     is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``).
 
     With ``evaluated``, a ``retrieval_events`` folder (not a symlink) holding a completion
-    record is added to it and not searched: its documents are not listed (a folder of
+    record and a run summary is added to it and not searched: its documents are not listed (a folder of
     thousands of evaluated runs is found from one entry per run)."""
     found: list[Path] = []
 
@@ -489,9 +489,12 @@ def _walk_documents(
 
 
 def _has_record(events_dir: Path) -> bool:
+    """An evaluated events folder: it holds a completion record and a run summary."""
     from retrieval_lib.completion import COMPLETION_FILENAME
 
-    return (events_dir / COMPLETION_FILENAME).is_file()
+    return (events_dir / COMPLETION_FILENAME).is_file() and (
+        events_dir / SUMMARY_FILENAME
+    ).is_file()
 
 
 def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list[Path]:
@@ -517,7 +520,7 @@ def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list
             roots.add(path / EVENTS_DIRNAME)
             continue
         if path.name == EVENTS_DIRNAME and not path.is_symlink() and _has_record(path):
-            roots.add(path)  # an events folder with its completion record: not searched
+            roots.add(path)  # an evaluated events folder with its record: not searched
             continue
         if path.resolve().parent.name == EVENTS_DIRNAME:
             raise InputError(

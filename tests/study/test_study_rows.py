@@ -132,3 +132,25 @@ def test_a_config_mapping_is_applied_when_read(evaluated, monkeypatch):
     _assert_same(stored, decoded)
     chosen = stored.events[stored.events["config_name"] == configs[0]]
     assert not chosen.empty and set(chosen["config_family"]) == {"family-x"}
+
+
+def test_evaluated_runs_given_to_the_study_are_checked_without_listing_documents(
+    evaluated, monkeypatch
+):
+    """A folder of evaluated runs: each run is found from its events folder's record and
+    summary, and checked from its record; no folder of documents is listed."""
+    import os
+
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def recording(path="."):
+        listed.append(os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", recording)
+    prepared = loader.prepare_runs([evaluated[0].parent.parent], None)
+    monkeypatch.undo()
+    assert prepared.events_dirs == evaluated and prepared.given
+    inside = [p for p in listed if "retrieval_events" in Path(p).parts]
+    assert inside == []
