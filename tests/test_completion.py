@@ -91,6 +91,7 @@ def test_a_new_normalisation_removes_the_outputs_of_the_earlier_evaluate(evaluat
         assert not list(folder.glob("retrieval_metrics.*"))
         assert not (folder / "retrieval_metrics_dataset").exists()
         assert not (folder / "retrieval_impact.json").exists()
+        assert not list(folder.glob("study_*.parquet"))
         assert read_record(folder)["evaluate"] is None
     with pytest.raises(Exception, match="run `retrieval-lib evaluate"):
         run_impact([out], n_boot=100)
@@ -296,11 +297,12 @@ def test_temporaries_of_the_record_and_outputs_are_removed(tmp_path):
         folder / f".{COMPLETION_FILENAME}.x1.tmp",
         folder / "c" / ".t.retrieval_events.json.x2.tmp",
         folder / ".retrieval_impact.json.x3.tmp",
+        folder / ".study_events.parquet.x5.tmp",
     ]
     other = folder / ".notes.txt.x4.tmp"
     for path in [*ours, other]:
         path.write_text("partial")
-    assert remove_orphaned_temporaries([folder]) == 3
+    assert remove_orphaned_temporaries([folder]) == 4
     assert [p for p in ours if p.exists()] == [] and other.exists()
 
 
