@@ -22,7 +22,7 @@ Examples
 
 from __future__ import annotations
 
-import io
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -273,28 +273,94 @@ def _texts(values: list[Any]) -> list[Any]:
     return [v if v is None or isinstance(v, str) else str(v) for v in values]
 
 
+#: Rows buffered before they are written as one Parquet row group.
+ROW_GROUP_ROWS = 65_536
+
+
+class _StreamedTable:
+    """One Parquet file written a row group at a time to a temporary file in the target's
+    folder, renamed into place when finished (an atomic write that never holds the table)."""
+
+    def __init__(self, target: Path, schema: Any) -> None:
+        self.target, self.schema = target, schema
+        self._batches: list[Any] = []
+        self._rows = 0
+        self._writer: Any = None
+        self._tmp: str | None = None
+
+    def add(self, batch: Any) -> None:
+        self._batches.append(batch)
+        self._rows += batch.num_rows
+        if self._rows >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            import secrets
+
+            from retrieval_lib.io import temp_prefix
+
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            # a new name (created with the mode an ordinary open() gives), as mkstemp's
+            self._tmp = str(
+                self.target.parent / f"{temp_prefix(self.target.name)}{secrets.token_hex(4)}.tmp"
+            )
+            self._writer = pq.ParquetWriter(self._tmp, self.schema)
+        if self._batches:
+            table = pa.Table.from_batches(self._batches, schema=self.schema)
+            self._writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self._batches, self._rows = [], 0
+
+    def finish(self) -> Path:
+        self._flush()
+        self._writer.close()
+        self._writer = None
+        os.replace(str(self._tmp), self.target)
+        return self.target
+
+    def discard(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            Path(str(self._tmp)).unlink(missing_ok=True)
+        self._writer, self._batches = None, []
+
+
 class StudyRowsWriter:
-    """Collects :func:`document_rows` a batch at a time (as compact Arrow columns, not
-    Python rows) and writes ``study_events.parquet`` and ``study_trials.parquet``
-    atomically; without pyarrow it writes nothing (the study then decodes the documents).
+    """Collects :func:`document_rows` a batch at a time and writes
+    ``study_events.parquet`` and ``study_trials.parquet`` into ``events_dir``, atomically
+    (temporary files renamed when finished); rows are held as Arrow columns and written
+    :data:`ROW_GROUP_ROWS` at a time, so memory does not grow with the run. Without
+    pyarrow it writes nothing (the study then decodes the documents).
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> from retrieval_lib.events.document import minimal_document
-    >>> writer = StudyRowsWriter()
+    >>> writer = StudyRowsWriter(pathlib.Path(tempfile.mkdtemp()))
     >>> writer.add([document_rows(minimal_document(run_id="r", task_name="t",
     ...                                           config_name="c"), "t.retrieval_events.json")])
-    >>> [p.name for p in writer.write(pathlib.Path(tempfile.mkdtemp()))]
+    >>> [p.name for p in writer.write()]
     ['study_events.parquet', 'study_trials.parquet']
     """
 
-    def __init__(self) -> None:
+    def __init__(self, events_dir: Path) -> None:
         import importlib.util
 
+        self.events_dir = Path(events_dir)
         self.enabled = importlib.util.find_spec("pyarrow") is not None
-        self._events: list[Any] = []
-        self._trials: list[Any] = []
+        self._tables: tuple[_StreamedTable, _StreamedTable] | None = None
+
+    def _streams(self) -> tuple[_StreamedTable, _StreamedTable]:
+        if self._tables is None:
+            events_schema, trials_schema = _schemas()
+            self._tables = (
+                _StreamedTable(self.events_dir / STUDY_EVENTS_FILENAME, events_schema),
+                _StreamedTable(self.events_dir / STUDY_TRIALS_FILENAME, trials_schema),
+            )
+        return self._tables
 
     def add(self, documents: Sequence[Mapping[str, Any]]) -> None:
         """Add the :func:`document_rows` of a batch of documents."""
@@ -302,53 +368,46 @@ class StudyRowsWriter:
             return
         import pyarrow as pa
 
-        events_schema, trials_schema = _schemas()
+        events, trials = self._streams()
         rows = [row for doc in documents for row in doc["events"]]
         columns = list(zip(*rows, strict=True)) if rows else [()] * len(STORED_EVENT_COLUMNS)
-        self._events.append(
+        events.add(
             pa.record_batch(
                 [
                     pa.array(
                         _texts(list(values)) if f.type == pa.string() else list(values),
                         type=f.type,
                     )
-                    for f, values in zip(events_schema, columns, strict=True)
+                    for f, values in zip(events.schema, columns, strict=True)
                 ],
-                schema=events_schema,
+                schema=events.schema,
             )
         )
         trial_columns: list[list[Any]] = [[doc["trial_id"] for doc in documents]]
         trial_columns += [[doc["values"][c] for doc in documents] for c in DOCUMENT_COLUMNS]
-        self._trials.append(
+        trials.add(
             pa.record_batch(
                 [
                     pa.array(_texts(values) if f.type == pa.string() else values, type=f.type)
-                    for f, values in zip(trials_schema, trial_columns, strict=True)
+                    for f, values in zip(trials.schema, trial_columns, strict=True)
                 ],
-                schema=trials_schema,
+                schema=trials.schema,
             )
         )
 
-    def write(self, events_dir: Path) -> list[Path]:
-        """Write both tables into ``events_dir`` (atomically); the paths written."""
+    def write(self) -> list[Path]:
+        """Finish both tables (renamed into place); the paths written. Disabled (no
+        pyarrow, or :meth:`discard` called): removes an older evaluation's tables."""
         if not self.enabled:
+            self.discard()
             for name in (STUDY_EVENTS_FILENAME, STUDY_TRIALS_FILENAME):
-                (events_dir / name).unlink(missing_ok=True)  # an older evaluation's
+                (self.events_dir / name).unlink(missing_ok=True)
             return []
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        return [table.finish() for table in self._streams()]
 
-        from retrieval_lib.io import atomic_write_bytes
-
-        written = []
-        schemas = _schemas()
-        for name, batches, schema in (
-            (STUDY_EVENTS_FILENAME, self._events, schemas[0]),
-            (STUDY_TRIALS_FILENAME, self._trials, schemas[1]),
-        ):
-            buffer = io.BytesIO()
-            pq.write_table(pa.Table.from_batches(batches, schema=schema), buffer)
-            written.append(atomic_write_bytes(events_dir / name, buffer.getvalue()))
-        self._events.clear()
-        self._trials.clear()
-        return written
+    def discard(self) -> None:
+        """Write nothing: drop the rows and any temporary file."""
+        self.enabled = False
+        for table in self._tables or ():
+            table.discard()
+        self._tables = None

@@ -734,7 +734,7 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
     # a batch at a time: documents and records of one batch in memory, never the run's
-    table = _RunTable()
+    table = _RunTable(events_dir)
     for start in range(0, len(doc_paths), EVALUATE_BATCH):
         batch = doc_paths[start : start + EVALUATE_BATCH]
         table.add(batch, evaluate_document_files(batch, ks))
@@ -782,7 +782,7 @@ def write_run_outputs(
     or ``None`` and the reason it could not be loaded; the metrics files are already
     written. ``started`` is the :func:`time.perf_counter` value the evaluation began at.
     """
-    table = _RunTable()
+    table = _RunTable(events_dir)
     for start in range(0, len(doc_paths), EVALUATE_BATCH):
         table.add(
             doc_paths[start : start + EVALUATE_BATCH], outcomes[start : start + EVALUATE_BATCH]
@@ -800,7 +800,7 @@ class _RunTable:
     as from records).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, events_dir: Path) -> None:
         self.facts: list[_Facts] = []
         self.ks: set[tuple[int, ...]] = set()
         self.numeric: dict[str, list[np.ndarray]] = {}
@@ -808,8 +808,7 @@ class _RunTable:
         self._seen: dict[str, dict[str, str]] = {}
         self.metrics_paths: list[Path] = []
         self.failures: list[tuple[Path, str]] = []
-        self.study = StudyRowsWriter()
-        self.study_complete = True
+        self.study = StudyRowsWriter(events_dir)
 
     def add(
         self,
@@ -829,7 +828,7 @@ class _RunTable:
         if len(study) == len(records):
             self.study.add(study)
         else:
-            self.study_complete = False  # records made elsewhere: no study tables
+            self.study.discard()  # records made elsewhere: no study tables
         import pandas as pd
 
         self.facts.extend(_count_facts(r) for r in records)
@@ -861,6 +860,14 @@ class _RunTable:
                 kept.append(value)
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
+        try:
+            return self._write(events_dir, n_documents, started=started)
+        finally:
+            self.study.discard()  # after an error: no temporary file left (else a no-op)
+
+    def _write(
+        self, events_dir: Path, n_documents: int, *, started: float | None
+    ) -> EvaluateResult:
         if not self.facts:
             raise InputError(
                 f"none of the {n_documents} documents under {events_dir} could be loaded; "
@@ -871,8 +878,6 @@ class _RunTable:
         ks = normalize_k(next(iter(self.ks)))
         frame = self._frame(ks)
         summary = _summarize(frame, self.facts, ks)
-        if not self.study_complete:
-            self.study.enabled = False  # removes an older evaluation's study tables
         return _write_outputs(
             events_dir,
             summary,
@@ -947,9 +952,9 @@ def _write_outputs(
     )
     table_path, dataset = _write_table(frame, events_dir)
     if study is None:
-        study = StudyRowsWriter()
-        study.enabled = False  # nothing to write; an older evaluation's tables go
-    study_paths = study.write(events_dir)
+        study = StudyRowsWriter(events_dir)
+        study.discard()  # nothing to write; an older evaluation's tables go
+    study_paths = study.write()
     # last: the completion record names every file this evaluation wrote
     finish_evaluate(
         events_dir, metrics_paths, [summary_path, table_path, *dataset, *study_paths], k=ks
