@@ -562,6 +562,7 @@ def read_evaluated(
                 )
             seen_runs[run_id] = events_dir
         stored = _stored_rows(events_dir, table, mapping)
+        details: Any
         if stored is None:
             details, run_events = _decoded_rows(events_dir, table, mapping, exclusions)
         else:
@@ -623,9 +624,9 @@ def _events_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 def _stored_rows(
     events_dir: Path, table: pd.DataFrame, mapping: Mapping[str, str]
-) -> tuple[list[dict[str, Any]], pd.DataFrame] | None:
-    """The trial details (in ``table`` order) and event rows of a run from its study
-    tables; ``None`` when the run has none recorded (evaluated by older code, or
+) -> tuple[dict[str, list[Any]], pd.DataFrame] | None:
+    """The trial details (columns, in ``table`` order) and event rows of a run from its
+    study tables; ``None`` when the run has none recorded (evaluated by older code, or
     without pyarrow) or they do not cover the table."""
     record = read_record(events_dir) or {}
     evaluate = record.get("evaluate")
@@ -637,32 +638,52 @@ def _stored_rows(
     import pyarrow.parquet as pq
 
     try:
-        stored_trials = pq.read_table(events_dir / STUDY_TRIALS_FILENAME).to_pylist()
+        stored = pq.read_table(events_dir / STUDY_TRIALS_FILENAME).to_pydict()
         stored_events = pq.read_table(events_dir / STUDY_EVENTS_FILENAME)
     except (OSError, ValueError) as exc:
         raise InputError(f"{events_dir}: its study tables cannot be read ({exc})") from None
-    values = {row.pop("trial_id"): row for row in stored_trials}
-    details: list[dict[str, Any]] = []
-    for row in table[["run_id", "config_name", "source_document"]].itertuples(index=False):
-        trial_id = trial_id_of(row.run_id, row.config_name, str(row.source_document))
-        found = values.get(trial_id)
-        if found is None:
-            return None  # not this evaluation's tables: the documents are read instead
-        found["ground_truth_files"] = tuple(found["ground_truth_files"] or ())
-        family = mapping.get(str(row.config_name).lower(), str(row.config_name))
-        details.append({"trial_id": trial_id, "config_family": family, "_ok": True} | found)
+    configs = [str(c) for c in table["config_name"].tolist()]
+    ids = [
+        trial_id_of(run, config, str(document))
+        for run, config, document in zip(
+            table["run_id"].tolist(), configs, table["source_document"].tolist(), strict=True
+        )
+    ]
+    position = {trial_id: i for i, trial_id in enumerate(stored["trial_id"])}
+    rows = [position.get(trial_id) for trial_id in ids]
+    if any(row is None for row in rows):
+        return None  # not this evaluation's tables: the documents are read instead
+    families = {c: mapping.get(c.lower(), c) for c in set(configs)}
+    details: dict[str, list[Any]] = {
+        "trial_id": ids,
+        "config_family": [families[c] for c in configs],
+        "_ok": [True] * len(ids),
+    }
+    for column in DOCUMENT_COLUMNS:
+        values = stored[column]
+        if column in LIST_COLUMNS:
+            details[column] = [tuple(values[i] or ()) for i in rows]
+        else:
+            details[column] = [values[i] for i in rows]
     data: dict[str, Any] = {}
     for name in stored_events.column_names:
         column = stored_events.column(name)
-        if name in LIST_COLUMNS:
-            data[name] = [tuple(v) for v in column.to_pylist()]
-        else:
-            data[name] = column.to_pandas()
+        data[name] = _tuples(column) if name in LIST_COLUMNS else column.to_pandas()
     events = pd.DataFrame(data)
-    configs = events["config_name"].astype(str)
-    families = {c: mapping.get(c.lower(), c) for c in configs.unique()}
-    events.insert(EVENT_COLUMNS.index("config_family"), "config_family", configs.map(families))
+    event_configs = events["config_name"].astype(str)
+    event_families = {c: mapping.get(c.lower(), c) for c in event_configs.unique()}
+    events.insert(
+        EVENT_COLUMNS.index("config_family"), "config_family", event_configs.map(event_families)
+    )
     return details, events
+
+
+def _tuples(column: Any) -> list[tuple[str, ...]]:
+    """A Parquet list column as one tuple per row (null as an empty tuple)."""
+    chunked = column.combine_chunks()
+    flat = chunked.flatten().to_pylist()
+    offsets = chunked.offsets.to_numpy().tolist()
+    return [tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
 
 
 def _decoded_rows(
