@@ -464,8 +464,8 @@ def _walk_documents(
     is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``).
 
     With ``evaluated``, a ``retrieval_events`` folder (not a symlink) holding a completion
-    record and a run summary is added to it and not searched: its documents are not listed (a folder of
-    thousands of evaluated runs is found from one entry per run)."""
+    record and a run summary is added to it and not searched: its documents are not
+    listed (a folder of thousands of evaluated runs is found from one entry per run)."""
     found: list[Path] = []
 
     def unreadable(exc: OSError) -> None:
@@ -619,7 +619,9 @@ def evaluate_document_files(
     doc_paths: Sequence[Path], ks: Sequence[int]
 ) -> list[tuple[dict[str, Any] | None, str | None]]:
     """Documents (one kernel call for all): write their metrics files; return per document
-    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load."""
+    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load.
+    Each summary record carries, under :data:`STUDY_KEY`, the document's
+    :func:`~retrieval_lib.events.study_rows.document_rows` (the run table writes them)."""
     return [
         (None, error) if record is None else (summary_record(record), None)
         for record, error in _evaluate_document_files([Path(p) for p in doc_paths], ks)
