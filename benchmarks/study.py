@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -243,7 +244,105 @@ def make_archive(
     return folders
 
 
-def archive(sizes: list[int], root: Path) -> int:
+def _load_probe(runs: Path, verify: bool) -> dict[str, float | int]:
+    """In this process: the up-to-date check (``prepare_runs``) and the read
+    (``read_evaluated``) of the evaluated runs under ``runs``: CPU seconds of each and the
+    peak resident memory (``ru_maxrss``)."""
+    import inspect
+    import resource
+
+    from retrieval_lib.study.loader import prepare_runs, read_evaluated
+
+    started = time.process_time()
+    options = {"verify": True} if verify else {}
+    if options and "verify" not in inspect.signature(prepare_runs).parameters:
+        options = {}  # code before the one-record check: every check is the full one
+    prepared = prepare_runs([runs], None, **options)
+    checked = time.process_time()
+    tables = read_evaluated(prepared.events_dirs)
+    done = time.process_time()
+    return {
+        "check_cpu_seconds": round(checked - started, 2),
+        "read_cpu_seconds": round(done - checked, 2),
+        "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "trials": int(tables.trials.shape[0]),
+        "events": int(tables.events.shape[0]),
+    }
+
+
+def _check_probe(runs: Path, tasks: Path, out: Path, verify: bool) -> dict[str, Any]:
+    """In this process: ``prepare_runs`` of raw runs already up to date: its CPU seconds,
+    peak memory and the directory entries it listed (``os.scandir`` calls' entries)."""
+    import inspect
+    import resource
+
+    from retrieval_lib.study.loader import prepare_runs
+
+    listed = [0]
+    scandir = os.scandir
+
+    class Counted:
+        def __init__(self, path: Any = ".") -> None:
+            self.inner = scandir(path)
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            self.inner.close()
+
+        def __iter__(self) -> Any:
+            return self
+
+        def __next__(self) -> Any:
+            entry = next(self.inner)
+            listed[0] += 1
+            return entry
+
+        def close(self) -> None:
+            self.inner.close()
+
+    os.scandir = Counted  # type: ignore[assignment]
+    options = {"verify": True} if verify else {}
+    if options and "verify" not in inspect.signature(prepare_runs).parameters:
+        options = {}  # code before the one-record check: every check is the full one
+    started = time.process_time()
+    prepared = prepare_runs([runs], tasks, out=out, **options)
+    seconds = time.process_time() - started
+    os.scandir = scandir
+    return {
+        "check_cpu_seconds": round(seconds, 2),
+        "entries_listed": listed[0],
+        "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "reused": len(prepared.reused),
+        "redone": len(prepared.normalized),
+    }
+
+
+def check_only(data: Path, out: Path, trials: int, workers: int) -> int:
+    """The up-to-date check of raw runs that are up to date (default and ``--verify``)."""
+    from retrieval_lib.study.loader import prepare_runs
+
+    prepare_runs([data / "runs"], data / "benchmarks", out=out, workers=workers)
+    results = []
+    for verify in (False, True):
+        probe = subprocess.run(
+            [sys.executable, __file__, "--check-probe", str(data / "runs")]
+            + [str(data / "benchmarks"), str(out)]
+            + (["--verify"] if verify else []),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        result = {"trials": trials, "verify": verify, **json.loads(probe.stdout)}
+        results.append(result)
+        print(json.dumps(result), flush=True)
+    (HERE / "out").mkdir(exist_ok=True)
+    (HERE / "out" / "study_check.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def archive(sizes: list[int], root: Path, *, load_only: bool = False) -> int:
     """The archive workload at each size; prints and writes ``benchmarks/out/study_archive.json``."""
     templates = _templates(root / "templates")
     results = []
@@ -255,6 +354,19 @@ def archive(sizes: list[int], root: Path) -> int:
             started = time.perf_counter()
             make_archive(data / "runs", trials, templates)
             marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+        if load_only:
+            for verify in (False, True):
+                probe = subprocess.run(
+                    [sys.executable, __file__, "--load-probe", str(data / "runs")]
+                    + (["--verify"] if verify else []),
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                result = {"trials": trials, "verify": verify, **json.loads(probe.stdout)}
+                results.append(result)
+                print(json.dumps(result), flush=True)
+            continue
         reports = root / f"reports_{trials}"
         shutil.rmtree(reports, ignore_errors=True)
         cli = [
@@ -290,6 +402,9 @@ def archive(sizes: list[int], root: Path) -> int:
             print(f"{key:28} {value}", flush=True)
         (HERE / "out").mkdir(exist_ok=True)
         (HERE / "out" / "study_archive.json").write_text(json.dumps(results, indent=2) + "\n")
+    if load_only:
+        (HERE / "out").mkdir(exist_ok=True)
+        (HERE / "out" / "study_archive_load.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
@@ -309,9 +424,31 @@ def main() -> int:
         metavar="TRIALS",
         help="run the archive workload of TRIALS trials (repeatable) instead",
     )
+    parser.add_argument(
+        "--load-only",
+        action="store_true",
+        help="with --archive: time only the up-to-date check and the read of the runs "
+        "(default and --verify check), each in a subprocess",
+    )
+    parser.add_argument(
+        "--check-only",
+        action="store_true",
+        help="raw runs: bring them up to date once, then time only the up-to-date check of "
+        "every run (default and --verify), each in a subprocess",
+    )
+    parser.add_argument("--check-probe", nargs=3, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--load-probe", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--verify", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.check_probe:
+        runs, tasks, evaluated = args.check_probe
+        print(json.dumps(_check_probe(runs, tasks, evaluated, args.verify)))
+        return 0
+    if args.load_probe:
+        print(json.dumps(_load_probe(args.load_probe, args.verify)))
+        return 0
     if args.archive:
-        return archive(args.archive, args.out / "archive")
+        return archive(args.archive, args.out / "archive", load_only=args.load_only)
 
     from retrieval_lib.synth import generate_runs
 
@@ -324,6 +461,8 @@ def main() -> int:
     from retrieval_lib.runs import discover_runs, discover_trials
 
     trials = sum(len(discover_trials(run)) for run in discover_runs([data / "runs"]))
+    if args.check_only:
+        return check_only(data, args.out / "evaluated", trials, args.workers)
     shutil.rmtree(out, ignore_errors=True)
     cli = [
         sys.executable,

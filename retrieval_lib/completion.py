@@ -72,6 +72,8 @@ SUMMARY_NAME = "run_retrieval_summary.json"
 TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
 DATASET_NAME = "retrieval_metrics_dataset"
 IMPACT_NAME = "retrieval_impact.json"
+#: The study's per-run tables (``events.study_rows``), written by ``evaluate``.
+STUDY_NAMES = ("study_events.parquet", "study_trials.parquet")
 
 
 class IncompleteOutputError(InputError):
@@ -146,7 +148,7 @@ def begin_normalize(
             "evaluate": None,
         },
     )
-    for name in (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME):
+    for name in (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, *STUDY_NAMES):
         (folder / name).unlink(missing_ok=True)
     if (folder / DATASET_NAME).is_dir() and not (folder / DATASET_NAME).is_symlink():
         shutil.rmtree(folder / DATASET_NAME, ignore_errors=True)
@@ -257,13 +259,18 @@ def finish_evaluate(
     _write(folder, record)
 
 
-def set_inputs_fingerprint(events_dir: str | os.PathLike[str], fingerprint: str) -> None:
-    """Record the study's fingerprint of the run's inputs (``study.loader``)."""
+def set_inputs_fingerprint(
+    events_dir: str | os.PathLike[str], fingerprint: str, *, listing: str | None = None
+) -> None:
+    """Record the study's fingerprints of the run's inputs (``study.loader``): the full
+    one (every input file) and ``listing``, the cheap one of the run folder's top level."""
     folder = Path(events_dir)
     record = read_record(folder)
     if record is None:
         return
-    record.setdefault("inputs", {})["fingerprint"] = fingerprint
+    inputs = record.setdefault("inputs", {})
+    inputs["fingerprint"] = fingerprint
+    inputs["listing"] = listing
     _write(folder, record)
 
 
@@ -289,9 +296,9 @@ def _documents_problem(folder: Path, section: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _evaluate_problem(folder: Path, section: Mapping[str, Any]) -> str | None:
+def _evaluate_problem(folder: Path, section: Mapping[str, Any], *, full: bool) -> str | None:
     root = folder.resolve()
-    for rel, size in (section.get("metrics_files") or {}).items():
+    for rel, size in (section.get("metrics_files") or {}).items() if full else ():
         path = root / rel
         if not path.is_file() or path.stat().st_size != size:
             return f"metrics file {rel} is missing or changed since it was written"
@@ -304,11 +311,23 @@ def _evaluate_problem(folder: Path, section: Mapping[str, Any]) -> str | None:
     return None
 
 
-def problem(events_dir: str | os.PathLike[str], *, evaluated: bool = True) -> str | None:
+def problem(
+    events_dir: str | os.PathLike[str], *, evaluated: bool = True, full: bool = True
+) -> str | None:
     """Why the outputs of ``events_dir`` cannot be used as they are, or ``None``.
 
     ``evaluated``: the evaluation must be complete too. A folder without a record is
-    accepted as it is (outputs not written by this machinery).
+    accepted as it is (outputs not written by this machinery). ``full=False`` (the
+    study's default check, with ``evaluated``) reads the record and checks only the
+    run-level files it names (size and SHA-256: the summary, the metrics table and
+    dataset, the study's per-run tables), not every document and metrics file: one
+    record and a few files per run instead of a walk of the events folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> problem(pathlib.Path(tempfile.mkdtemp()), full=False) is None  # no record
+    True
     """
     folder = Path(events_dir)
     record = read_record(folder)
@@ -318,7 +337,7 @@ def problem(events_dir: str | os.PathLike[str], *, evaluated: bool = True) -> st
     if isinstance(normalize, dict):
         if not normalize.get("complete"):
             return "its normalisation is incomplete (interrupted, or still running)"
-        found = _documents_problem(folder, normalize)
+        found = _documents_problem(folder, normalize) if full or not evaluated else None
         if found:
             return found
     if not evaluated:
@@ -328,7 +347,7 @@ def problem(events_dir: str | os.PathLike[str], *, evaluated: bool = True) -> st
         return "it is not evaluated since its last normalisation"
     if not evaluate.get("complete"):
         return "its evaluation is incomplete (interrupted, or still running)"
-    return _evaluate_problem(folder, evaluate)
+    return _evaluate_problem(folder, evaluate, full=full)
 
 
 def _run_name(folder: Path) -> str:
@@ -381,7 +400,7 @@ def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
     completion record are removed; others are kept. Call only when no writer is active
     under ``roots``.
     """
-    run_files = {SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, COMPLETION_FILENAME}
+    run_files = {SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, COMPLETION_FILENAME, *STUDY_NAMES}
     removed = 0
     for root in roots:
         base = Path(root)

@@ -91,6 +91,7 @@ def test_a_new_normalisation_removes_the_outputs_of_the_earlier_evaluate(evaluat
         assert not list(folder.glob("retrieval_metrics.*"))
         assert not (folder / "retrieval_metrics_dataset").exists()
         assert not (folder / "retrieval_impact.json").exists()
+        assert not list(folder.glob("study_*.parquet"))
         assert read_record(folder)["evaluate"] is None
     with pytest.raises(Exception, match="run `retrieval-lib evaluate"):
         run_impact([out], n_boot=100)
@@ -158,20 +159,96 @@ def test_the_study_redoes_a_run_whose_table_was_truncated(synth, tmp_path):
 
 
 def test_the_study_redoes_a_run_whose_document_was_truncated(synth, tmp_path):
-    """Item 16: a truncated events document is redone, not silently an exclusion."""
+    """Item 16: a truncated events document is redone by the full check (``verify``), not
+    silently an exclusion. The default check does not look at documents (issue 20: one
+    record per run); the study does not read them either (its per-run tables are hashed),
+    so the default study is the one made before the truncation."""
     from retrieval_lib.study.loader import prepare_runs, read_evaluated
 
     runs, tasks = synth
     out = tmp_path / "out"
     first = prepare_runs([runs], tasks, out=out)
-    n_trials = read_evaluated(first.events_dirs).trials.shape[0]
+    before = read_evaluated(first.events_dirs)
+    n_trials = before.trials.shape[0]
     folder = first.events_dirs[0]
     _truncate(sorted(folder.rglob("*.retrieval_events.json"))[0])
-    again = prepare_runs([runs], tasks, out=out)
+    default = prepare_runs([runs], tasks, out=out)
+    assert default.normalized == [] and sorted(default.reused) == sorted(first.normalized)
+    unchanged = read_evaluated(default.events_dirs)
+    assert unchanged.exclusions.empty
+    assert unchanged.trials.equals(before.trials) and unchanged.events.equals(before.events)
+    again = prepare_runs([runs], tasks, out=out, verify=True)
     assert again.normalized == [folder.parent.name]
     tables = read_evaluated(again.events_dirs)
     assert tables.exclusions.empty
     assert tables.trials.shape[0] == n_trials
+
+
+@pytest.mark.parametrize("name", ["study_events.parquet", "study_trials.parquet"])
+def test_the_study_redoes_a_run_whose_study_table_was_truncated(synth, tmp_path, name):
+    """Issue 20: the per-run tables the study reads instead of the documents are hashed:
+    the default check redoes a run whose table is truncated; read alone, it is refused."""
+    from retrieval_lib.study.loader import prepare_runs, read_evaluated
+
+    runs, tasks = synth
+    out = tmp_path / "out"
+    first = prepare_runs([runs], tasks, out=out)
+    folder = first.events_dirs[0]
+    assert name in read_record(folder)["evaluate"]["files"]
+    _truncate(folder / name)
+    with pytest.raises(IncompleteOutputError, match=f"{name} changed since it was written"):
+        read_evaluated([folder])
+    again = prepare_runs([runs], tasks, out=out)
+    assert again.normalized == [folder.parent.name]
+    assert read_evaluated(again.events_dirs).exclusions.empty
+
+
+def test_the_default_check_reads_one_record_per_run_not_every_file(synth, tmp_path, monkeypatch):
+    """Issue 20: with every run up to date, neither the run folders nor the documents are
+    walked (the full check does both); a trial added at a run's top level is still seen,
+    a file rewritten deep inside a run only by the full check."""
+    import os
+
+    import retrieval_lib.completion as completion
+    import retrieval_lib.study.loader as loader
+
+    runs, tasks = synth
+    copy = tmp_path / "runs"
+    shutil.copytree(runs, copy)
+    out = tmp_path / "out"
+    first = loader.prepare_runs([copy], tasks, out=out)
+    walked: list[str] = []
+    walk, documents = loader._walk_stats, completion._documents_problem
+
+    def walk_stats(root, skip=None):
+        walked.append("task" if Path(root).resolve().is_relative_to(tasks.resolve()) else "run")
+        return walk(root, skip)
+
+    def documents_problem(*args):
+        walked.append("documents")
+        return documents(*args)
+
+    monkeypatch.setattr(loader, "_walk_stats", walk_stats)
+    monkeypatch.setattr(completion, "_documents_problem", documents_problem)
+    again = loader.prepare_runs([copy], tasks, out=out)
+    assert sorted(again.reused) == sorted(first.normalized) and not again.normalized
+    # only the task definitions are walked (once for all runs), never a run or documents
+    assert walked.count("task") == len(list(tasks.glob("*/*/tests"))) + len(
+        list(tasks.glob("*/*/solution"))
+    )
+    assert "run" not in walked and "documents" not in walked
+    monkeypatch.undo()
+    # a file rewritten deep inside a run: seen only by the full check
+    run = Path(read_record(first.events_dirs[0])["run"])
+    deep = sorted(run.rglob("result.json"))[0]
+    assert deep.parent.parent != run
+    deep.write_text(deep.read_text(encoding="utf-8") + " ", encoding="utf-8")
+    os.utime(deep, ns=(1_000_000_000, 1_000_000_000))
+    assert loader.prepare_runs([copy], tasks, out=out).normalized == []
+    assert loader.prepare_runs([copy], tasks, out=out, verify=True).normalized == [run.name]
+    # an entry added at the top level of a run: seen by the default check
+    shutil.copytree(sorted(p for p in run.iterdir() if p.is_dir())[0], run / "added-config")
+    assert loader.prepare_runs([copy], tasks, out=out).normalized == [run.name]
 
 
 def test_an_evaluated_folder_given_to_the_study_is_checked(evaluated):
@@ -220,9 +297,29 @@ def test_temporaries_of_the_record_and_outputs_are_removed(tmp_path):
         folder / f".{COMPLETION_FILENAME}.x1.tmp",
         folder / "c" / ".t.retrieval_events.json.x2.tmp",
         folder / ".retrieval_impact.json.x3.tmp",
+        folder / ".study_events.parquet.x5.tmp",
     ]
     other = folder / ".notes.txt.x4.tmp"
     for path in [*ours, other]:
         path.write_text("partial")
-    assert remove_orphaned_temporaries([folder]) == 3
+    assert remove_orphaned_temporaries([folder]) == 4
     assert [p for p in ours if p.exists()] == [] and other.exists()
+
+
+def test_study_verify_on_the_command_line_redoes_a_run_whose_document_was_truncated(
+    synth, tmp_path, capsys
+):
+    from retrieval_lib.cli import main
+
+    runs, tasks = synth
+    out = tmp_path / "out"
+    argv = ["study", str(runs), "--tasks-root", str(tasks), "--out", str(out), "--no-report"]
+    assert main(argv) == 0
+    folder = sorted(out.glob("*/retrieval_events"))[0]
+    _truncate(sorted(folder.rglob("*.retrieval_events.json"))[0])
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "up to date, reused: " in capsys.readouterr().out
+    assert main([*argv, "--verify"]) == 0
+    said = capsys.readouterr().out
+    assert "normalized 1 run(s)" in said and f"evaluated {folder.parent.name}:" in said

@@ -40,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-report", action="store_true", help="stop after the tables (no notebook, no HTML)"
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every input file and every document of each run to decide what is up "
+        "to date (default: each run's completion record, the run folder's top-level listing "
+        "and the hashed files the study reads; a file rewritten deeper inside a run is "
+        "noticed only with --verify)",
+    )
     add_dask_arguments(parser)
     return parser
 
@@ -62,7 +70,12 @@ def run(args: argparse.Namespace) -> int:
 
             _check_inputs(params, config_map, report=not args.no_report)
             prepared = prepare_runs(
-                args.paths, args.tasks_root, out=args.out, log=print, map_fn=map_fn
+                args.paths,
+                args.tasks_root,
+                out=args.out,
+                log=print,
+                map_fn=map_fn,
+                verify=args.verify,
             )
     result = run_study(
         args.paths,
@@ -73,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         report=not args.no_report,
         prepared=prepared,
+        verify=args.verify,
     )
     if result.html is None:
         print(f"study tables: {result.study_dir / 'tables'}")

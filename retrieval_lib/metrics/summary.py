@@ -32,6 +32,7 @@ from retrieval_lib import __version__
 from retrieval_lib.completion import finish_evaluate
 from retrieval_lib.errors import InputError, MetricError, RetrievalLibError
 from retrieval_lib.events.document import EVENTS_DIRNAME, LEFT_OUT_FILENAME
+from retrieval_lib.events.study_rows import StudyRowsWriter
 from retrieval_lib.io import (
     atomic_write_bytes,
     atomic_write_text,
@@ -478,10 +479,16 @@ def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
         )
 
 
-def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
+def _walk_documents(
+    path: Path, left_out: Any = None, evaluated: set[Path] | None = None
+) -> list[Path]:
     """Every entry named like a document below ``path`` (not a folder), symlinked folders
     not followed; a folder that cannot be listed, and a ``retrieval_events`` folder that
-    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``)."""
+    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``).
+
+    With ``evaluated``, a ``retrieval_events`` folder (not a symlink) holding a completion
+    record and a run summary is added to it and not searched: its documents are not
+    listed (a folder of thousands of evaluated runs is found from one entry per run)."""
     found: list[Path] = []
 
     def unreadable(exc: OSError) -> None:
@@ -490,6 +497,11 @@ def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
 
     for folder, dirnames, filenames in os.walk(path, onerror=unreadable):
         base = Path(folder)
+        if evaluated is not None and EVENTS_DIRNAME in dirnames:
+            events = base / EVENTS_DIRNAME
+            if not events.is_symlink() and _has_record(events):
+                evaluated.add(events)
+                dirnames.remove(EVENTS_DIRNAME)
         for name in dirnames:
             if name == EVENTS_DIRNAME and left_out is not None and (base / name).is_symlink():
                 left_out.add(str(base / name), "a symlink; not followed")
@@ -497,6 +509,15 @@ def _walk_documents(path: Path, left_out: Any = None) -> list[Path]:
                 found.append(base / name)  # a link to a folder: named when loaded
         found.extend(base / name for name in filenames if name.endswith(EVENTS_SUFFIX))
     return sorted(found)
+
+
+def _has_record(events_dir: Path) -> bool:
+    """An evaluated events folder: it holds a completion record and a run summary."""
+    from retrieval_lib.completion import COMPLETION_FILENAME
+
+    return (events_dir / COMPLETION_FILENAME).is_file() and (
+        events_dir / SUMMARY_FILENAME
+    ).is_file()
 
 
 def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list[Path]:
@@ -521,13 +542,18 @@ def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list
             _refuse_link_out(path / EVENTS_DIRNAME, path)
             roots.add(path / EVENTS_DIRNAME)
             continue
+        if path.name == EVENTS_DIRNAME and not path.is_symlink() and _has_record(path):
+            roots.add(path)  # an evaluated events folder with its record: not searched
+            continue
         if path.resolve().parent.name == EVENTS_DIRNAME:
             raise InputError(
                 f"{path} is a config folder; pass the events folder above it "
                 "so the run summary covers every config"
             )
-        found = _walk_documents(path, left_out)
-        if not found:
+        evaluated: set[Path] = set()
+        found = _walk_documents(path, left_out, evaluated)
+        roots.update(evaluated)
+        if not found and not evaluated:
             raise InputError(
                 f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {path}; "
                 "run `retrieval-lib normalize` first"
@@ -562,6 +588,11 @@ def summary_record(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Key of the :func:`~retrieval_lib.events.study_rows.document_rows` that
+#: :func:`evaluate_document_files` adds to each summary record (written by the run table
+#: as the study's per-run tables; never in a metrics file).
+STUDY_KEY = "_study_rows"
+
 #: Blocks of a metrics record that :func:`summary_record` cuts down to what is read.
 _STAGE_BLOCKS = (
     "file_level",
@@ -581,6 +612,7 @@ def _evaluate_document_files(
     Returns ``(record, None)`` per document, or ``(None, error)`` for one that failed to load.
     """
     from retrieval_lib.events.document import load_document
+    from retrieval_lib.events.study_rows import document_rows
 
     docs: list[dict[str, Any]] = []
     loaded: list[Path] = []
@@ -598,14 +630,21 @@ def _evaluate_document_files(
             doc_path.with_name(metrics_filename(doc_path.name)),
             dumps_json(record, ndigits=WRITE_NDIGITS),
         )
-    return [(by_path[p], None) if p in by_path else (None, errors[p]) for p in doc_paths]
+    # what the study reads of each document, while it is in memory (events.study_rows)
+    study = {p: document_rows(doc, p.name) for p, doc in zip(loaded, docs, strict=True)}
+    return [
+        (by_path[p] | {STUDY_KEY: study[p]}, None) if p in by_path else (None, errors[p])
+        for p in doc_paths
+    ]
 
 
 def evaluate_document_files(
     doc_paths: Sequence[Path], ks: Sequence[int]
 ) -> list[tuple[dict[str, Any] | None, str | None]]:
     """Documents (one kernel call for all): write their metrics files; return per document
-    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load."""
+    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load.
+    Each summary record carries, under :data:`STUDY_KEY`, the document's
+    :func:`~retrieval_lib.events.study_rows.document_rows` (the run table writes them)."""
     return [
         (None, error) if record is None else (summary_record(record), None)
         for record, error in _evaluate_document_files([Path(p) for p in doc_paths], ks)
@@ -720,7 +759,7 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
     # a batch at a time: documents and records of one batch in memory, never the run's
-    table = _RunTable()
+    table = _RunTable(events_dir)
     for start in range(0, len(doc_paths), EVALUATE_BATCH):
         batch = doc_paths[start : start + EVALUATE_BATCH]
         table.add(batch, evaluate_document_files(batch, ks))
@@ -768,7 +807,7 @@ def write_run_outputs(
     or ``None`` and the reason it could not be loaded; the metrics files are already
     written. ``started`` is the :func:`time.perf_counter` value the evaluation began at.
     """
-    table = _RunTable()
+    table = _RunTable(events_dir)
     for start in range(0, len(doc_paths), EVALUATE_BATCH):
         table.add(
             doc_paths[start : start + EVALUATE_BATCH], outcomes[start : start + EVALUATE_BATCH]
@@ -786,7 +825,7 @@ class _RunTable:
     as from records).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, events_dir: Path) -> None:
         self.facts: list[_Facts] = []
         self.ks: set[tuple[int, ...]] = set()
         self.numeric: dict[str, list[np.ndarray]] = {}
@@ -794,6 +833,7 @@ class _RunTable:
         self._seen: dict[str, dict[str, str]] = {}
         self.metrics_paths: list[Path] = []
         self.failures: list[tuple[Path, str]] = []
+        self.study = StudyRowsWriter(events_dir)
 
     def add(
         self,
@@ -809,6 +849,11 @@ class _RunTable:
                 self.metrics_paths.append(doc_path.with_name(metrics_filename(doc_path.name)))
         if not records:
             return
+        study = [r[STUDY_KEY] for r in records if STUDY_KEY in r]
+        if len(study) == len(records):
+            self.study.add(study)
+        else:
+            self.study.discard()  # records made elsewhere: no study tables
         import pandas as pd
 
         self.facts.extend(_count_facts(r) for r in records)
@@ -840,6 +885,14 @@ class _RunTable:
                 kept.append(value)
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
+        try:
+            return self._write(events_dir, n_documents, started=started)
+        finally:
+            self.study.discard()  # after an error: no temporary file left (else a no-op)
+
+    def _write(
+        self, events_dir: Path, n_documents: int, *, started: float | None
+    ) -> EvaluateResult:
         if not self.facts:
             raise InputError(
                 f"none of the {n_documents} documents under {events_dir} could be loaded; "
@@ -851,7 +904,15 @@ class _RunTable:
         frame = self._frame(ks)
         summary = _summarize(frame, self.facts, ks)
         return _write_outputs(
-            events_dir, summary, frame, self.metrics_paths, self.failures, ks, n_documents, started
+            events_dir,
+            summary,
+            frame,
+            self.metrics_paths,
+            self.failures,
+            ks,
+            n_documents,
+            started,
+            study=self.study,
         )
 
     def _frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
@@ -898,6 +959,8 @@ def _write_outputs(
     ks: tuple[int, ...],
     n_documents: int,
     started: float | None,
+    *,
+    study: StudyRowsWriter | None = None,
 ) -> EvaluateResult:
     summary["counts"]["invalid_documents"] = [
         {
@@ -913,8 +976,14 @@ def _write_outputs(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
     table_path, dataset = _write_table(frame, events_dir)
+    if study is None:
+        study = StudyRowsWriter(events_dir)
+        study.discard()  # nothing to write; an older evaluation's tables go
+    study_paths = study.write()
     # last: the completion record names every file this evaluation wrote
-    finish_evaluate(events_dir, metrics_paths, [summary_path, table_path, *dataset], k=ks)
+    finish_evaluate(
+        events_dir, metrics_paths, [summary_path, table_path, *dataset, *study_paths], k=ks
+    )
     return EvaluateResult(
         events_dir=events_dir,
         documents=n_documents - len(failures),

@@ -236,6 +236,7 @@ def run_study(
     report: bool = True,
     log: Callable[[str], None] = print,
     prepared: Any = None,
+    verify: bool = False,
 ) -> StudyReport:
     """Bring the runs up to date, pool them and render ``<out>/study/study.{ipynb,html}``.
 
@@ -261,6 +262,10 @@ def run_study(
     prepared
         A :class:`~retrieval_lib.study.loader.PreparedRuns` already made (``run`` passes
         its own, so nothing is prepared twice).
+    verify
+        The full up-to-date check: every input file and every document of each run
+        (default: its completion record, top-level listing and hashed run-level files;
+        :func:`~retrieval_lib.study.loader.prepare_runs`).
 
     Raises
     ------
@@ -290,7 +295,9 @@ def run_study(
     if warning:  # said before the (slow) preparation: Ctrl-C still keeps the old study
         log(warning)
     if prepared is None:
-        prepared = prepare_runs(list(paths), tasks_root, out=out_root, workers=workers, log=log)
+        prepared = prepare_runs(
+            list(paths), tasks_root, out=out_root, workers=workers, log=log, verify=verify
+        )
     study = load_evaluated(prepared.events_dirs, config_map=mapping, options=study_options(values))
     manifest = atomic_write_json(
         study_dir / MANIFEST_FILENAME,

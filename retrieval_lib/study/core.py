@@ -505,6 +505,7 @@ def load(
     workers: int = 1,
     k: Sequence[int] = DEFAULT_K,
     log: Callable[[str], None] | None = None,
+    verify: bool = False,
 ) -> Study:
     """Normalise and evaluate what is not yet up to date, then pool every trial.
 
@@ -527,6 +528,9 @@ def load(
         Cut-offs of the evaluation.
     log
         Receives one line per step.
+    verify
+        The full up-to-date check (every input file and document of each run) instead
+        of one record per run (:func:`~retrieval_lib.study.loader.prepare_runs`).
 
     Returns
     -------
@@ -548,7 +552,7 @@ def load(
     if tasks_root is not None and not Path(tasks_root).is_dir():
         raise InputError(f"tasks root {tasks_root} is not a folder")
     prepared: PreparedRuns = prepare_runs(
-        list(paths), tasks_root, out=out, workers=workers, k=k, log=log
+        list(paths), tasks_root, out=out, workers=workers, k=k, log=log, verify=verify
     )
     loaded = load_evaluated(prepared.events_dirs, config_map=config_map, options=options)
     outside_runs = prepared.exclusion_rows()  # e.g. a run folder that cannot be listed

@@ -1,14 +1,17 @@
 """Build a study: bring every run up to date, then read them into tidy tables.
 
 :func:`prepare_runs` normalises and evaluates the runs under the given paths that are not
-yet evaluated, or whose inputs changed since (a fingerprint of every input file's path,
-size and modification time, the task definitions' ground-truth files, the library version
-and the cut-offs, kept in the run's completion record
-``retrieval_events/completion_record.json``, :mod:`retrieval_lib.completion`); up-to-date
-outputs whose files still match the record are reused as they are. :func:`read_evaluated`
-reads evaluated runs into the tables of a :class:`~retrieval_lib.study.core.Study`, one
-document at a time (memory grows with the number of events, not with the size of the
-documents).
+yet evaluated, or whose inputs changed since, and reuses the others. By default a run is
+up to date when its completion record (``retrieval_events/completion_record.json``,
+:mod:`retrieval_lib.completion`) says it is complete, the files the study reads match
+their recorded SHA-256, and the fingerprint of the run folder's top-level listing
+(:func:`listing_fingerprint`, with the task definitions, library code and cut-offs) is
+the recorded one: one record per run, no walk. ``verify=True`` is the full check: every
+input file's path, size and modification time (:func:`input_fingerprint`) and every
+document. :func:`read_evaluated` reads evaluated runs into the tables of a
+:class:`~retrieval_lib.study.core.Study` from their metrics tables and the study tables
+``evaluate`` wrote (:mod:`retrieval_lib.events.study_rows`), never decoding a document
+(runs evaluated without them are read from their documents, one at a time).
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
@@ -29,16 +32,30 @@ from retrieval_lib import __version__
 from retrieval_lib.completion import COMPLETION_FILENAME, code_fingerprint, read_record
 from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.events.document import DOCUMENT_SUFFIX, EVENTS_DIRNAME, load_document
+from retrieval_lib.events.study_rows import (
+    DOCUMENT_COLUMNS,
+    EVENT_COLUMNS,
+    LIST_COLUMNS,
+    STUDY_EVENTS_FILENAME,
+    STUDY_TRIALS_FILENAME,
+    event_rows,
+    short_tool_name,
+    trial_id_of,
+)
+from retrieval_lib.events.study_rows import document_values as _document_values
 from retrieval_lib.metrics.stages import DEFAULT_K, normalize_k
 from retrieval_lib.study.families import config_families
 
 __all__ = [
+    "DOCUMENT_COLUMNS",
+    "EVENT_COLUMNS",
     "FINGERPRINT_FILENAME",
     "PreparedRuns",
     "StudyTables",
     "documents_events",
     "event_rows",
     "input_fingerprint",
+    "listing_fingerprint",
     "prepare_runs",
     "read_evaluated",
     "short_tool_name",
@@ -51,45 +68,6 @@ FINGERPRINT_FILENAME = COMPLETION_FILENAME
 #: as a repository checkout, does not change the analysis).
 _TASK_FILES = ("task.toml", "instruction.md")
 _TASK_FOLDERS = ("tests", "solution")
-
-#: Columns of ``Study.events`` (one row per tool call), in order.
-EVENT_COLUMNS: tuple[str, ...] = (
-    "trial_id",
-    "run_id",
-    "config_name",
-    "config_family",
-    "task_name",
-    "model",
-    "step_index",
-    "tool_name",
-    "tool",
-    "tool_category",
-    "is_mcp",
-    "is_subagent",
-    "is_error",
-    "n_targets",
-    "target_files",
-    "hits_ground_truth",
-    "matched_ground_truth_files",
-    "first_found_ground_truth_files",
-    "elapsed_seconds",
-    "cumulative_tokens",
-    "attributed_seconds",
-    "attributed_tokens",
-)
-#: Columns read from each document into ``Study.trials`` (beside the metrics table).
-DOCUMENT_COLUMNS: tuple[str, ...] = (
-    "trace_source",
-    "transcript_truncated",
-    "has_ground_truth",
-    "ground_truth_source",
-    "ground_truth_confidence",
-    "n_ground_truth_files",
-    "ground_truth_files",
-    "output_tokens_placeholder",
-    "harness_version_source",
-)
-
 
 # --------------------------------------------------------------------------- fingerprints
 
@@ -172,6 +150,55 @@ def input_fingerprint(
     return digest.hexdigest()
 
 
+def listing_fingerprint(
+    run_dir: str | Path,
+    tasks_root: str | Path | None,
+    k: Sequence[int] = DEFAULT_K,
+    *,
+    tasks_digest: str | None = None,
+) -> str:
+    """The cheap fingerprint the study's default up-to-date check compares.
+
+    As :func:`input_fingerprint`, but of the run folder's top level only: the name, type,
+    size and modification time of each entry directly in ``run_dir`` (its own
+    ``retrieval_events/`` left out), one ``scandir`` instead of a walk of every file. A
+    trial or config folder added, removed or renamed at the top level, or a top-level
+    file rewritten, changes it (a folder's modification time changes when its entries
+    do); a file rewritten in place deeper inside the run does not: that needs the full
+    check (``retrieval-lib study --verify``, :func:`prepare_runs` ``verify=True``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> run = pathlib.Path(tempfile.mkdtemp())
+    >>> a = listing_fingerprint(run, None)
+    >>> (run / "trial-2").mkdir()
+    >>> a == listing_fingerprint(run, None)
+    False
+    """
+    digest = hashlib.sha256()
+    digest.update(
+        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
+    )
+    try:
+        entries = sorted(os.scandir(run_dir), key=lambda e: e.name)
+    except OSError as exc:
+        entries = []
+        digest.update(f"unlisted {exc.strerror}\n".encode())
+    for entry in entries:
+        if entry.name == EVENTS_DIRNAME:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        line = f"run {entry.name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n"
+        digest.update(line.encode("utf-8", "surrogateescape"))
+    if tasks_root is not None:
+        digest.update(f"tasks {tasks_digest or tasks_fingerprint(tasks_root)}\n".encode())
+    return digest.hexdigest()
+
+
 def tasks_fingerprint(tasks_root: str | Path) -> str:
     """A hash of the tasks root's path and of its tasks' ground-truth files (path, size,
     modification time): the part of :func:`input_fingerprint` that all runs share."""
@@ -224,23 +251,24 @@ class PreparedRuns:
         return rows
 
 
-def _read_fingerprint(events_dir: Path) -> str | None:
+def _read_fingerprint(events_dir: Path, key: str = "fingerprint") -> str | None:
     record = read_record(events_dir)
     inputs = record.get("inputs") if record else None
-    value = inputs.get("fingerprint") if isinstance(inputs, dict) else None
+    value = inputs.get(key) if isinstance(inputs, dict) else None
     return value if isinstance(value, str) else None
 
 
-def _is_evaluated(events_dir: Path) -> bool:
+def _is_evaluated(events_dir: Path, *, full: bool = True) -> bool:
     """Evaluated, and (when it has a completion record) completely, with its files
-    unchanged since (:func:`retrieval_lib.completion.problem`)."""
+    unchanged since (:func:`retrieval_lib.completion.problem`; ``full=False``: the
+    run-level files the study reads, not every document)."""
     from retrieval_lib.completion import problem
     from retrieval_lib.metrics.summary import SUMMARY_FILENAME, TABLE_BASENAME
 
     return (
         (events_dir / SUMMARY_FILENAME).is_file()
         and any((events_dir / f"{TABLE_BASENAME}{ext}").is_file() for ext in (".parquet", ".csv"))
-        and problem(events_dir) is None
+        and problem(events_dir, full=full) is None
     )
 
 
@@ -253,8 +281,15 @@ def prepare_runs(
     k: Sequence[int] = DEFAULT_K,
     log: Callable[[str], None] | None = None,
     map_fn: Any = None,
+    verify: bool = False,
 ) -> PreparedRuns:
     """Normalise and evaluate what is not yet up to date; return every evaluated folder.
+
+    The up-to-date check reads one record per run (the completion record), the run
+    folder's top-level listing (:func:`listing_fingerprint`) and hashes the run-level
+    files the study reads (summary, metrics table and dataset, the study's per-run
+    tables); ``verify`` makes it the full check: every input file's stats
+    (:func:`input_fingerprint`) and every document and metrics file of the outputs.
 
     Parameters
     ----------
@@ -274,6 +309,9 @@ def prepare_runs(
     map_fn
         A :class:`~retrieval_lib.distributed.DaskMapper`: trials are normalised and
         documents evaluated on its Dask cluster instead of ``workers`` processes.
+    verify
+        The full up-to-date check (a walk of every input and output file) instead of
+        the record, the top-level listing and the hashed run-level files.
 
     Raises
     ------
@@ -306,7 +344,7 @@ def prepare_runs(
                 "(retrieval_events/ with a metrics table)"
             ) from None
         for root in roots:
-            if not _is_evaluated(root):
+            if not _is_evaluated(root, full=verify):
                 from retrieval_lib.completion import check_evaluated
 
                 check_evaluated(root)  # names what is incomplete or changed, if anything
@@ -319,14 +357,24 @@ def prepare_runs(
     tasks_digest = (
         tasks_fingerprint(Path(tasks_root)) if tasks_root is not None and raw_runs else None
     )
+    listings: dict[Path, str] = {}
     for run in sorted(raw_runs):
         events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
-        fingerprint = input_fingerprint(run, _path(tasks_root), k, tasks_digest=tasks_digest)
-        if _is_evaluated(events_dir) and _read_fingerprint(events_dir) == fingerprint:
+        measure = input_fingerprint if verify else listing_fingerprint
+        key = "fingerprint" if verify else "listing"
+        found = measure(run, _path(tasks_root), k, tasks_digest=tasks_digest)
+        if _is_evaluated(events_dir, full=verify) and _read_fingerprint(events_dir, key) == found:
             prepared.reused.append(run.name)
             prepared.events_dirs.append(events_dir)
-        else:
-            stale.append((run, events_dir, fingerprint))
+            continue
+        # redone: both fingerprints as they are before the run is read
+        listings[run] = (
+            listing_fingerprint(run, _path(tasks_root), k, tasks_digest=tasks_digest)
+            if verify
+            else found
+        )
+        full = input_fingerprint(run, _path(tasks_root), k, tasks_digest=tasks_digest)
+        stale.append((run, events_dir, full))
     if prepared.reused:
         say(f"up to date, reused: {', '.join(prepared.reused)}")
     if stale:
@@ -351,7 +399,7 @@ def prepare_runs(
             say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
             # last: the completion record (normalize and evaluate wrote theirs) names the
             # inputs, so the run is reused next time while they and its files are unchanged
-            set_inputs_fingerprint(events_dir, fingerprint)
+            set_inputs_fingerprint(events_dir, fingerprint, listing=listings[run])
             prepared.normalized.append(run.name)
             prepared.events_dirs.append(events_dir)
     prepared.events_dirs = sorted(set(prepared.events_dirs))
@@ -425,124 +473,6 @@ def _path(value: str | os.PathLike[str] | None) -> Path | None:
 # --------------------------------------------------------------------------- reading
 
 
-def short_tool_name(tool_name: str) -> str:
-    """The tool's name without its MCP server prefix and Sourcegraph ``sg_`` infix.
-
-    Examples
-    --------
-    >>> short_tool_name("mcp__sourcegraph__sg_keyword_search"), short_tool_name("Read")
-    ('keyword_search', 'Read')
-    """
-    name = str(tool_name)
-    if name.startswith("mcp__"):
-        name = name.split("__", 2)[-1]
-        if name.startswith("sg_"):
-            name = name[3:]
-    return name
-
-
-def _group_deltas(values: list[float | None], end: float | None) -> list[float]:
-    """Each event's share of the growth of ``values`` until the next larger value.
-
-    Consecutive events with the same value (parallel calls of one message) share the
-    growth to the next distinct value equally; the last group grows to ``end`` (NaN when
-    unknown or smaller). Unknown values give NaN.
-    """
-    out = [float("nan")] * len(values)
-    i = 0
-    n = len(values)
-    while i < n:
-        value = values[i]
-        j = i + 1
-        while j < n and values[j] == value:
-            j += 1
-        if value is not None:
-            following = next((values[m] for m in range(j, n) if values[m] is not None), None)
-            target = following if following is not None else end
-            if target is not None and target >= value:
-                share = (float(target) - float(value)) / (j - i)
-                for m in range(i, j):
-                    out[m] = share
-        i = j
-    return out
-
-
-def event_rows(doc: Mapping[str, Any], trial_id: str, family: str) -> list[tuple[Any, ...]]:
-    """The ``Study.events`` rows of one document (:data:`EVENT_COLUMNS` order).
-
-    ``first_found_ground_truth_files`` lists the ground-truth files this call surfaced
-    first in the trial (failed calls and writes surface nothing); ``attributed_seconds``
-    and ``attributed_tokens`` are the growth of the elapsed time and of the running token
-    total from this call to the next (parallel calls share it equally; the last call runs
-    to the end of the agent's execution and its token total).
-    """
-    prov = doc["provenance"]
-    outcome = doc.get("outcome") or {}
-    events = sorted(doc["events"], key=lambda ev: ev["step_index"])
-    seconds = _group_deltas(
-        [ev.get("elapsed_seconds") for ev in events], outcome.get("agent_execution_seconds")
-    )
-    tokens = _group_deltas(
-        [
-            None if ev.get("cumulative_tokens") is None else float(ev["cumulative_tokens"])
-            for ev in events
-        ],
-        None if outcome.get("total_tokens") is None else float(outcome["total_tokens"]),
-    )
-    seen: set[str] = set()
-    rows = []
-    for ev, sec, tok in zip(events, seconds, tokens, strict=True):
-        matched = list(ev.get("matched_ground_truth_files") or [])
-        retrieval = not ev.get("is_error") and ev["tool_category"] != "file_write"
-        first = [f for f in matched if f not in seen] if retrieval else []
-        seen.update(first)
-        rows.append(
-            (
-                trial_id,
-                prov["run_id"],
-                prov["config_name"],
-                family,
-                prov["task_name"],
-                prov.get("model"),
-                ev["step_index"],
-                ev["tool_name"],
-                short_tool_name(ev["tool_name"]),
-                ev["tool_category"],
-                bool(ev["is_mcp"]),
-                bool(ev.get("is_subagent", False)),
-                bool(ev.get("is_error") or False),
-                len(ev["target_files"]),
-                tuple(ev["target_files"]),
-                bool(ev["hits_ground_truth"]),
-                tuple(matched),
-                tuple(first),
-                ev.get("elapsed_seconds"),
-                ev.get("cumulative_tokens"),
-                sec,
-                tok,
-            )
-        )
-    return rows
-
-
-def _document_values(doc: Mapping[str, Any]) -> dict[str, Any]:
-    coverage = doc["coverage"]
-    gt = doc["ground_truth"]
-    outcome = doc.get("outcome") or {}
-    prov = doc["provenance"]
-    return {
-        "trace_source": coverage.get("trace_source"),
-        "transcript_truncated": bool(coverage.get("transcript_truncated") or False),
-        "has_ground_truth": bool(coverage.get("has_ground_truth")),
-        "ground_truth_source": gt.get("source"),
-        "ground_truth_confidence": gt.get("confidence"),
-        "n_ground_truth_files": len(gt.get("files") or []),
-        "ground_truth_files": tuple(gt.get("files") or ()),
-        "output_tokens_placeholder": bool(outcome.get("output_tokens_placeholder") or False),
-        "harness_version_source": prov.get("harness_version_source"),
-    }
-
-
 def documents_events(
     documents: Sequence[Mapping[str, Any]], config_map: Mapping[str, str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -592,36 +522,38 @@ def _config_folder(config: str) -> str:
         return config  # no document can be there: the read fails and is an exclusion
 
 
-def _trial_id(run_id: str, config: str, document: str) -> str:
-    return f"{run_id}/{config}/{document.removesuffix(DOCUMENT_SUFFIX)}"
-
-
 def read_evaluated(
     events_dirs: Sequence[str | os.PathLike[str]],
     config_map: Mapping[str, str] | None = None,
 ) -> StudyTables:
     """Read evaluated runs into the trials and events tables of a study.
 
-    Every metrics-table row becomes one trial, joined with its event document for the
-    coverage, ground-truth and outcome details the table does not carry. A document that
-    cannot be read, or a table row without its document, is listed in ``exclusions`` with
-    the reason, never dropped silently.
+    Every metrics-table row becomes one trial, joined with the coverage, ground-truth and
+    outcome details the table does not carry and with its event rows: read from the
+    run's ``study_trials.parquet`` and ``study_events.parquet`` (written by ``evaluate``,
+    :mod:`retrieval_lib.events.study_rows`, hashed in the completion record), or, for a
+    run evaluated without them (older code, no pyarrow), from its event documents. A
+    document that cannot be read, or a table row without its document, is listed in
+    ``exclusions`` with the reason, never dropped silently.
 
     Raises
     ------
     InputError
         Two folders hold the same run id, or no trial is left.
+    IncompleteOutputError
+        A run's evaluation is incomplete, or a file the study reads does not match its
+        completion record (:func:`retrieval_lib.completion.problem`).
     """
-    from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
+    from retrieval_lib.metrics.table_files import read_metrics_table
 
     mapping = config_families(config_map)
     frames: list[pd.DataFrame] = []
-    event_data: list[tuple[Any, ...]] = []
+    event_frames: list[pd.DataFrame] = []
     exclusions: list[dict[str, Any]] = []
     seen_runs: dict[str, Path] = {}
     for raw in events_dirs:
         events_dir = Path(raw)
-        table = read_metrics_table(find_metrics_tables(events_dir)[0])
+        table = read_metrics_table(_metrics_table(events_dir))
         for run_id in sorted({str(r) for r in table["run_id"].dropna()}):
             if run_id in seen_runs and seen_runs[run_id] != events_dir:
                 raise InputError(
@@ -629,29 +561,13 @@ def read_evaluated(
                     "a study counts each run once"
                 )
             seen_runs[run_id] = events_dir
-        details: list[dict[str, Any]] = []
-        for row in table[["run_id", "config_name", "source_document"]].itertuples(index=False):
-            # the config folder is named as the writer names it (a backslash becomes "_")
-            doc_path = events_dir / _config_folder(str(row.config_name)) / str(row.source_document)
-            trial_id = _trial_id(str(row.run_id), str(row.config_name), str(row.source_document))
-            family = mapping.get(str(row.config_name).lower(), str(row.config_name))
-            try:
-                doc = load_document(doc_path, validate=False)
-            except RetrievalLibError as exc:
-                exclusions.append(
-                    {
-                        "run_id": row.run_id,
-                        "trial_id": trial_id,
-                        "stage": "read",
-                        "reason": str(exc),
-                    }
-                )
-                details.append({"trial_id": trial_id, "config_family": family, "_ok": False})
-                continue
-            details.append(
-                {"trial_id": trial_id, "config_family": family, "_ok": True} | _document_values(doc)
-            )
-            event_data.extend(event_rows(doc, trial_id, family))
+        stored = _stored_rows(events_dir, table, mapping)
+        details: Any
+        if stored is None:
+            details, run_events = _decoded_rows(events_dir, table, mapping, exclusions)
+        else:
+            details, run_events = stored
+        event_frames.append(run_events)
         extra = pd.DataFrame(details, index=table.index)
         # a column the metrics table already carries is taken from the table
         extra = extra.drop(columns=[c for c in extra.columns if c in table.columns])
@@ -669,17 +585,135 @@ def read_evaluated(
     for column in DOCUMENT_COLUMNS:
         if column not in trials.columns:
             trials[column] = None
-    events = pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
-    events["elapsed_seconds"] = events["elapsed_seconds"].astype("float64")
-    events["cumulative_tokens"] = pd.to_numeric(events["cumulative_tokens"]).astype("Float64")
-    events["attributed_seconds"] = events["attributed_seconds"].astype("float64")
-    events["attributed_tokens"] = events["attributed_tokens"].astype("float64")
-    events = events.sort_values(["trial_id", "step_index"], kind="mergesort").reset_index(drop=True)
+    events = _events_frame(event_frames)
     return StudyTables(
         trials=trials,
         events=events,
         exclusions=pd.DataFrame(exclusions, columns=["run_id", "trial_id", "stage", "reason"]),
     )
+
+
+def _metrics_table(events_dir: Path) -> Path:
+    """The run's metrics table, its run-level files checked against the completion
+    record (size and SHA-256; not every document: :func:`prepare_runs` ``verify``)."""
+    from retrieval_lib.completion import TABLE_NAMES, check_evaluated, problem
+    from retrieval_lib.metrics.table_files import find_metrics_tables
+
+    table = next((events_dir / n for n in TABLE_NAMES if (events_dir / n).is_file()), None)
+    if table is None:
+        return find_metrics_tables(events_dir)[0]  # searches below, or names what is missing
+    if problem(events_dir, full=False) is not None:
+        check_evaluated(events_dir)  # raises, naming the run and the command that fixes it
+    return table
+
+
+def _events_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The runs' event rows as one table, its types set and rows in trial, step order."""
+    kept = [f for f in frames if not f.empty]
+    if kept:
+        events = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
+    else:
+        events = pd.DataFrame.from_records([], columns=list(EVENT_COLUMNS))
+    events = events[list(EVENT_COLUMNS)].copy()
+    events["elapsed_seconds"] = events["elapsed_seconds"].astype("float64")
+    events["cumulative_tokens"] = pd.to_numeric(events["cumulative_tokens"]).astype("Float64")
+    events["attributed_seconds"] = events["attributed_seconds"].astype("float64")
+    events["attributed_tokens"] = events["attributed_tokens"].astype("float64")
+    return events.sort_values(["trial_id", "step_index"], kind="mergesort").reset_index(drop=True)
+
+
+def _stored_rows(
+    events_dir: Path, table: pd.DataFrame, mapping: Mapping[str, str]
+) -> tuple[dict[str, list[Any]], pd.DataFrame] | None:
+    """The trial details (columns, in ``table`` order) and event rows of a run from its
+    study tables; ``None`` when the run has none recorded (evaluated by older code, or
+    without pyarrow) or they do not cover the table."""
+    record = read_record(events_dir) or {}
+    evaluate = record.get("evaluate")
+    files = evaluate.get("files") if isinstance(evaluate, dict) else None
+    if not isinstance(files, dict) or not all(
+        name in files for name in (STUDY_EVENTS_FILENAME, STUDY_TRIALS_FILENAME)
+    ):
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        stored = pq.read_table(events_dir / STUDY_TRIALS_FILENAME).to_pydict()
+        stored_events = pq.read_table(events_dir / STUDY_EVENTS_FILENAME)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{events_dir}: its study tables cannot be read ({exc})") from None
+    configs = [str(c) for c in table["config_name"].tolist()]
+    ids = [
+        trial_id_of(run, config, str(document))
+        for run, config, document in zip(
+            table["run_id"].tolist(), configs, table["source_document"].tolist(), strict=True
+        )
+    ]
+    position = {trial_id: i for i, trial_id in enumerate(stored["trial_id"])}
+    rows = [position.get(trial_id) for trial_id in ids]
+    if any(row is None for row in rows):
+        return None  # not this evaluation's tables: the documents are read instead
+    families = {c: mapping.get(c.lower(), c) for c in set(configs)}
+    details: dict[str, list[Any]] = {
+        "trial_id": ids,
+        "config_family": [families[c] for c in configs],
+        "_ok": [True] * len(ids),
+    }
+    for column in DOCUMENT_COLUMNS:
+        values = stored[column]
+        if column in LIST_COLUMNS:
+            details[column] = [tuple(values[i] or ()) for i in rows]
+        else:
+            details[column] = [values[i] for i in rows]
+    data: dict[str, Any] = {}
+    for name in stored_events.column_names:
+        column = stored_events.column(name)
+        data[name] = _tuples(column) if name in LIST_COLUMNS else column.to_pandas()
+    events = pd.DataFrame(data)
+    event_configs = events["config_name"].astype(str)
+    event_families = {c: mapping.get(c.lower(), c) for c in event_configs.unique()}
+    events.insert(
+        EVENT_COLUMNS.index("config_family"), "config_family", event_configs.map(event_families)
+    )
+    return details, events
+
+
+def _tuples(column: Any) -> list[tuple[str, ...]]:
+    """A Parquet list column as one tuple per row (null as an empty tuple)."""
+    chunked = column.combine_chunks()
+    flat = chunked.flatten().to_pylist()
+    offsets = chunked.offsets.to_numpy().tolist()
+    return [tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+def _decoded_rows(
+    events_dir: Path,
+    table: pd.DataFrame,
+    mapping: Mapping[str, str],
+    exclusions: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    """The trial details (in ``table`` order) and event rows of a run decoded from its
+    event documents; a document that cannot be read is an exclusion."""
+    details: list[dict[str, Any]] = []
+    event_data: list[tuple[Any, ...]] = []
+    for row in table[["run_id", "config_name", "source_document"]].itertuples(index=False):
+        # the config folder is named as the writer names it (a backslash becomes "_")
+        doc_path = events_dir / _config_folder(str(row.config_name)) / str(row.source_document)
+        trial_id = trial_id_of(row.run_id, row.config_name, str(row.source_document))
+        family = mapping.get(str(row.config_name).lower(), str(row.config_name))
+        try:
+            doc = load_document(doc_path, validate=False)
+        except RetrievalLibError as exc:
+            exclusions.append(
+                {"run_id": row.run_id, "trial_id": trial_id, "stage": "read", "reason": str(exc)}
+            )
+            details.append({"trial_id": trial_id, "config_family": family, "_ok": False})
+            continue
+        details.append(
+            {"trial_id": trial_id, "config_family": family, "_ok": True} | _document_values(doc)
+        )
+        event_data.extend(event_rows(doc, trial_id, family))
+    return details, pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
 
 
 def _invalid_documents(events_dir: Path) -> pd.DataFrame:

@@ -310,6 +310,8 @@ def test_csv_table_without_pyarrow(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     run = _write_run(tmp_path / "run-7", corpus())
     result = evaluate_run(run)
     assert result.table_path.name == "retrieval_metrics.csv"
+    # no study tables either: a study reads this run's documents (study.loader)
+    assert not list(result.table_path.parent.glob("study_*"))
     table = pd.read_csv(result.table_path)
     assert len(table) == 6
     assert table["file.AP"].iloc[:3].tolist() == pytest.approx([0.5, 1 / 3, 0.0])

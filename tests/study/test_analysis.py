@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from retrieval_lib.events.study_rows import _group_deltas, short_tool_name
 from retrieval_lib.report.display import ci_text, readable
 from retrieval_lib.stats.means import mean_ci
 from retrieval_lib.study.analysis import (
@@ -17,7 +18,6 @@ from retrieval_lib.study.analysis import (
     timeline_tasks,
     with_flags,
 )
-from retrieval_lib.study.loader import _group_deltas, short_tool_name
 
 
 def _trials(**columns):

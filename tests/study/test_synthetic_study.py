@@ -256,12 +256,17 @@ def test_a_second_load_reuses_every_run_and_a_changed_run_is_redone(tmp_path):
     load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
     assert lines == ["up to date, reused: r1_current, r2_legacy, r3_model2"]
     # a changed reward in one run (gamma-003 baseline, 0.0 -> 1.0): only that run is redone
+    # by the full check; the default one (one record per run, the run folder's top-level
+    # listing) does not look inside a run's trial folders (README, contracts §5)
     result = next((runs / "r2_legacy" / "baseline").rglob("gamma-003__*/result.json"))
     data = json.loads(result.read_text())
     data["verifier_result"]["rewards"]["reward"] = 1.0
     result.write_text(json.dumps(data))
     lines.clear()
-    study = load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
+    load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append)
+    assert lines == ["up to date, reused: r1_current, r2_legacy, r3_model2"]
+    lines.clear()
+    study = load([runs], tasks_root=tasks, out=tmp_path / "out", log=lines.append, verify=True)
     assert lines[0] == "up to date, reused: r1_current, r3_model2"
     assert lines[1].startswith("normalized 1 run(s), 3 trials: 3 documents")
     assert sorted(study.trials.loc[study.trials["run_id"] == "r2_legacy", "reward"]) == [
