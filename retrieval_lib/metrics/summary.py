@@ -54,6 +54,7 @@ __all__ = [
     "SUMMARY_FILENAME",
     "SUMMARY_SCHEMA_VERSION",
     "TABLE_BASENAME",
+    "TEXT_COLUMNS",
     "EvaluateResult",
     "evaluate_document_files",
     "evaluate_run",
@@ -110,6 +111,13 @@ _BOOLEAN_COLUMNS = (
     "errored",
     "timed_out",
     "output_tokens_placeholder",
+)
+#: Identity and provenance columns that hold text: a reader of the CSV table reads them as
+#: text (so a harness version "2.10" stays "2.10").
+TEXT_COLUMNS: tuple[str, ...] = (
+    *(c for c in IDENTITY_COLUMNS if c not in _BOOLEAN_COLUMNS),
+    "tokens_source",
+    "cost_source",
 )
 _FUNNEL_COLUMNS = (
     "funnel.surfaced_files",

@@ -75,6 +75,7 @@ import pandas as pd
 from retrieval_lib import __version__
 from retrieval_lib.errors import InputError, StatisticsError
 from retrieval_lib.io import atomic_write_json, load_package_json
+from retrieval_lib.metrics.summary import TEXT_COLUMNS
 from retrieval_lib.stats.clustered import correlate_by_task
 from retrieval_lib.stats.columns import (
     OUTCOME_COLUMNS,
@@ -114,23 +115,6 @@ IMPACT_SCHEMA_VERSION = "1.3"
 IMPACT_FILENAME = "retrieval_impact.json"
 POOLED_FILENAME = "retrieval_impact_pooled.json"
 _TABLE_NAMES = ("retrieval_metrics.parquet", "retrieval_metrics.csv")
-#: Identity and provenance columns read as text from CSV (so "2.10" stays "2.10").
-_TEXT_COLUMNS = (
-    "run_id",
-    "config_name",
-    "task_name",
-    "trial_name",
-    "benchmark",
-    "model",
-    "harness_version",
-    "harness_version_source",
-    "harness_version_unknown_reason",
-    "tokens_source",
-    "cost_source",
-    "non_computable_reason",
-    "candidate_set_size_slice",
-    "evidence_type",
-)
 _INTERPRETATION = (
     "Correlations are associations between retrieval metrics and outcomes over tasks "
     "(repeated trials averaged per task), not causal effects. Matched comparisons report treatment minus baseline on tasks "
@@ -566,7 +550,7 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             "round_trip" if pd.__version__.startswith("2.") else None
         )
         return pd.read_csv(
-            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
+            table, dtype={c: "string" for c in TEXT_COLUMNS}, float_precision=precision
         )
     except InputError:
         raise
