@@ -83,7 +83,12 @@ from retrieval_lib.stats.columns import (
     require_columns,
     resolve_metrics,
 )
-from retrieval_lib.stats.paired import MATCH_KEY_COLUMNS, match_tasks, pair_configs
+from retrieval_lib.stats.paired import (
+    MATCH_KEY_COLUMNS,
+    UNMATCHED_COLUMNS,
+    match_tasks,
+    pair_configs,
+)
 from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
@@ -369,37 +374,20 @@ def analyze_impact(
         "correlation_unit": "task: repeated trials averaged per task and config (per task "
         "for the pooled group), passed by majority (an even split left out); n counts tasks",
     }
+    columns = analyze_impact_columns()
     return ImpactResult(
-        pairs=pd.DataFrame(pair_rows, columns=analyze_impact_columns()["pairs"]),
+        pairs=pd.DataFrame(pair_rows, columns=columns["pairs"]),
         correlations=correlations,
-        comparisons=stack(
-            comparisons,
-            ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"],
-            ["baseline", "treatment", "metric"],
-        ),
-        mcnemar=stack(
-            mcnemars,
-            ["baseline", "treatment", *MCNEMAR_COLUMNS, "n_split_excluded"],
-            ["baseline", "treatment"],
-        ),
+        comparisons=stack(comparisons, columns["comparisons"], ["baseline", "treatment", "metric"]),
+        mcnemar=stack(mcnemars, columns["mcnemar"], ["baseline", "treatment"]),
         per_task=stack(
             per_tasks,
-            ["baseline", "treatment", "task_name"],
+            columns["per_task"],
             ["baseline", "treatment", "task_name", "model", "harness_version"],
         ),
         unmatched=stack(
             unmatched,
-            [
-                "baseline",
-                "treatment",
-                "task_name",
-                "side",
-                "config_name",
-                "model",
-                "harness_version",
-                "n_trials",
-                "reason",
-            ],
+            columns["unmatched"],
             ["baseline", "treatment", "task_name", "side", "model", "harness_version"],
         ),
         config_summary=_config_summary(df),
@@ -853,17 +841,7 @@ def analyze_impact_columns() -> dict[str, list[str]]:
         "comparisons": ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"],
         "mcnemar": ["baseline", "treatment", *MCNEMAR_COLUMNS, "n_split_excluded"],
         "per_task": ["baseline", "treatment", "task_name"],
-        "unmatched": [
-            "baseline",
-            "treatment",
-            "task_name",
-            "side",
-            "config_name",
-            "model",
-            "harness_version",
-            "n_trials",
-            "reason",
-        ],
+        "unmatched": ["baseline", "treatment", *UNMATCHED_COLUMNS],
         "config_summary": ["config_name", "column", "n", "n_tasks", "mean", "median"],
     }
 
