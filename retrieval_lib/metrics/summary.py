@@ -59,7 +59,7 @@ __all__ = [
     "evaluate_document_files",
     "evaluate_run",
     "find_events_roots",
-    "metric_columns",
+    "table_metric_columns",
     "metrics_table",
     "summarize_run",
     "summary_record",
@@ -137,12 +137,17 @@ _UTIL_COLUMNS = {
 SLICE_COLUMNS = ("candidate_set_size_slice", "evidence_type")
 
 
-def metric_columns(k: Iterable[int] = DEFAULT_K, *, include_taxonomy: bool = True) -> list[str]:
-    """Numeric metric columns of the table for cut-offs ``k``, in order.
+def table_metric_columns(
+    k: Iterable[int] = DEFAULT_K, *, include_taxonomy: bool = True
+) -> list[str]:
+    """The numeric metric columns the metrics table is written with for cut-offs ``k``, in order.
+
+    What the writer puts in the table; to find the metric columns a table read back holds,
+    see :func:`retrieval_lib.stats.columns.find_metric_columns`.
 
     Examples
     --------
-    >>> metric_columns([5])[:6]
+    >>> table_metric_columns([5])[:6]
     ['file.P@5', 'file.R@5', 'file.F1@5', 'file.nDCG@5', 'file.AP', 'file.RR']
     """
     names = ranking_metric_names(k)
@@ -254,7 +259,7 @@ def metrics_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
     ks = _common_k(records)
     names = ranking_metric_names(ks)
-    numeric = metric_columns(ks)
+    numeric = table_metric_columns(ks)
     columns = [*IDENTITY_COLUMNS, *numeric, *OUTCOME_COLUMNS, "source_document"]
     frame = pd.DataFrame.from_records([_record_row(r, names) for r in records], columns=columns)
     for column in (*numeric, "reward", "agent_execution_seconds", "total_tokens", "cost_usd"):
@@ -341,7 +346,7 @@ def _summarize(
     frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
 ) -> dict[str, Any]:
     """The summary from the run's metrics table and each record's :class:`_Facts`."""
-    numeric = metric_columns(ks, include_taxonomy=False)
+    numeric = table_metric_columns(ks, include_taxonomy=False)
 
     def counts_of(subset: Sequence[_Facts]) -> dict[str, Any]:
         skipped = Counter(r.code for r in subset if not r.computable)
@@ -804,7 +809,7 @@ class _RunTable:
         names = ranking_metric_names(ks)
         rows = [_record_row(r, names) for r in records]
         nan = float("nan")
-        for column in metric_columns(ks):  # floats (``_number``) or absent: NaN
+        for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
             self.numeric.setdefault(column, []).append(
                 np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
             )
@@ -871,7 +876,7 @@ _FLOAT_OUTCOMES = ("reward", "agent_execution_seconds", "total_tokens", "cost_us
 
 
 def _table_columns(ks: tuple[int, ...]) -> list[str]:
-    return [*IDENTITY_COLUMNS, *metric_columns(ks), *OUTCOME_COLUMNS, "source_document"]
+    return [*IDENTITY_COLUMNS, *table_metric_columns(ks), *OUTCOME_COLUMNS, "source_document"]
 
 
 def _write_outputs(

@@ -20,9 +20,9 @@ from retrieval_lib.metrics.summary import (
     OUTCOME_COLUMNS,
     evaluate_run,
     find_events_roots,
-    metric_columns,
     metrics_table,
     summarize_run,
+    table_metric_columns,
     validate_summary,
 )
 
@@ -124,7 +124,7 @@ def test_table_columns_and_values(records: list[dict[str, Any]]) -> None:
     assert list(table.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
     assert list(table.columns[-len(OUTCOME_COLUMNS) - 1 : -1]) == list(OUTCOME_COLUMNS)
     assert len(table) == 6
-    for column in metric_columns():
+    for column in table_metric_columns():
         assert table[column].dtype == np.float64, column
     assert table["file.AP"].tolist()[:3] == pytest.approx([0.5, 1 / 3, 0.0])
     assert math.isnan(table.loc[3, "file.AP"])  # no trace: NaN, not 0

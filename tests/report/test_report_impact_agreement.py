@@ -14,9 +14,9 @@ import pytest
 papermill = pytest.importorskip("papermill")
 
 from retrieval_lib.report import tables  # noqa: E402
+from retrieval_lib.report.display import view  # noqa: E402
 from retrieval_lib.report.params import resolve_notebook  # noqa: E402
 from retrieval_lib.report.pipeline import example_run  # noqa: E402
-from retrieval_lib.report.display import view  # noqa: E402
 from retrieval_lib.stats.correlation import POOLED_GROUP  # noqa: E402
 from retrieval_lib.stats.impact import load_impact, run_impact  # noqa: E402
 
