@@ -37,7 +37,7 @@ import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
 from retrieval_lib.io import parse_iso_time
-from retrieval_lib.safe_text import describe_value, value_text
+from retrieval_lib.safe_text import describe_value
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 from retrieval_lib.traces.stream_json import _content_text, _loads_repaired, _read_trace_bytes
 
@@ -189,7 +189,7 @@ def _check_version(document: dict[str, Any], where: str) -> None:
     if not isinstance(version, str) or not version.startswith("ATIF-v"):
         raise InputError(
             f"trajectory {where} is not an ATIF trajectory: schema_version is "
-            f"{value_text(version)}, "
+            f"{describe_value(version)}, "
             "expected 'ATIF-v1.x'"
         )
     major = version[len("ATIF-v") :].split(".", 1)[0]
@@ -558,12 +558,12 @@ class _TrajectoryParser:
         label = ref.get("trajectory_id") or ref.get("trajectory_path") or ref.get("session_id")
         if self.depth >= _MAX_SUBAGENT_DEPTH:
             self.warnings.append(
-                f"subagent trajectory {value_text(label)} nested too deep, not followed"
+                f"subagent trajectory {describe_value(label)} nested too deep, not followed"
             )
             return None
         sub_document: dict[str, Any] | None = None
         sub_folder = self.folder
-        where: str = label if isinstance(label, str) else value_text(label)
+        where: str = label if isinstance(label, str) else describe_value(label)
         trajectory_id = ref.get("trajectory_id")
         trajectory_path = ref.get("trajectory_path")
         if isinstance(trajectory_id, str) and trajectory_id in embedded:
@@ -604,7 +604,9 @@ class _TrajectoryParser:
             sub_folder = candidate.parent
             where = str(candidate)
         else:
-            self.warnings.append(f"subagent trajectory {value_text(label)} could not be resolved")
+            self.warnings.append(
+                f"subagent trajectory {describe_value(label)} could not be resolved"
+            )
             return None
         child = _TrajectoryParser(sub_folder, self.seen, self.depth + 1)
         try:
