@@ -29,6 +29,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_json",
     "dumps_json",
+    "finite_number",
     "json_safe",
     "now_iso",
     "NotRegularFileError",
@@ -223,6 +224,28 @@ def parse_iso_time(value: Any) -> datetime | None:
     except ValueError:  # out-of-range fields: month 13, hour 25, offset 24:00
         return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def finite_number(value: Any) -> float | None:
+    """A finite float from a JSON number read from an input; ``None`` for anything else.
+
+    Booleans, strings, NaN, infinities and an integer beyond float range (a 400-digit
+    number) are not numbers here.
+
+    Examples
+    --------
+    >>> finite_number(3), finite_number(0.5), finite_number(True), finite_number("1")
+    (3.0, 0.5, None, None)
+    >>> finite_number(float("inf")), finite_number(10**400)
+    (None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def safe_component(part: str) -> str:

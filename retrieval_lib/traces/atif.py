@@ -27,7 +27,6 @@ transcript's ``input + cache_creation + cache_read + output``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
-from retrieval_lib.io import parse_iso_time
+from retrieval_lib.io import finite_number, parse_iso_time
 from retrieval_lib.safe_text import describe_value
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 from retrieval_lib.traces.stream_json import _content_text, _loads_repaired, _read_trace_bytes
@@ -71,17 +70,6 @@ def _object(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     """``mapping[key]`` when it is a JSON object, else an empty dict."""
     value = mapping.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def _as_float(value: Any) -> float | None:
-    """A finite float, or ``None`` (not a number, infinite, an integer beyond float range)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def parse_atif(path: str | Path, *, within: str | Path | None = None) -> ParsedTrace:
@@ -299,7 +287,7 @@ class _TrajectoryParser:
                     )
                     cache_read = None
                 signature = (prompt, cached, creation, cache_read)
-                cost = _as_float(metrics.get("cost_usd"))
+                cost = finite_number(metrics.get("cost_usd"))
                 current_message = message_by_signature.get(signature)
                 if current_message is None:
                     current_message = len(message_tokens)
@@ -683,7 +671,7 @@ class _TrajectoryParser:
             cache_read_tokens=cached_total,
             cache_creation_tokens=creation_total,
             total_tokens=sum(parts) if parts else None,
-            cost_usd=_as_float(final_metrics.get("total_cost_usd")),
+            cost_usd=finite_number(final_metrics.get("total_cost_usd")),
             source="trajectory.final_metrics",
             output_tokens_placeholder=None if completion_total is None else False,
         )
