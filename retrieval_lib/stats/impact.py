@@ -99,6 +99,7 @@ from retrieval_lib.stats.paired_tests import (
 __all__ = [
     "IMPACT_FILENAME",
     "IMPACT_SCHEMA_VERSION",
+    "IMPACT_TABLES",
     "POOLED_FILENAME",
     "ImpactResult",
     "ImpactRun",
@@ -701,7 +702,8 @@ _TEXT_RESULT_COLUMNS = frozenset(
     }
 )
 _BOOL_RESULT_COLUMNS = frozenset({"computable", "tested", "flagged", "harness_version_unverified"})
-_TABLE_KEYS = (
+#: The tables of an :class:`ImpactResult` (its fields but ``params``), in order.
+IMPACT_TABLES: tuple[str, ...] = (
     "pairs",
     "correlations",
     "comparisons",
@@ -805,7 +807,7 @@ def load_impact(path: str | os.PathLike[str]) -> ImpactResult:
     ]
     tables = {
         key: _frame_from_records(list(document.get(key) or []), template[key])
-        for key in _TABLE_KEYS
+        for key in IMPACT_TABLES
     }
     params["runs"] = list(document.get("runs") or [])
     params["source"] = str(target)

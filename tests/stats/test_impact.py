@@ -386,3 +386,12 @@ def test_load_impact_keeps_unknown_text_columns_as_written(tmp_path, table):
     loaded = load_impact(tmp_path).comparisons.set_index("metric")
     assert loaded.loc["reward", "note"] == "about reward"
     assert loaded.loc["reward", "mean_delta"] == pytest.approx(1.0 / 6)
+
+
+def test_impact_tables_are_the_tables_of_an_impact_result():
+    import dataclasses
+
+    from retrieval_lib.stats.impact import IMPACT_TABLES, ImpactResult
+
+    names = [f.name for f in dataclasses.fields(ImpactResult)]
+    assert names == [*IMPACT_TABLES, "params"]
