@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENTS_DIRNAME",
     "IDENTITY_COLUMNS",
-    "OUTCOME_COLUMNS",
+    "TABLE_OUTCOME_COLUMNS",
     "SUMMARY_FILENAME",
     "SUMMARY_SCHEMA_VERSION",
     "TABLE_BASENAME",
@@ -90,7 +90,9 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "candidate_set_size_slice",
     "evidence_type",
 )
-OUTCOME_COLUMNS: tuple[str, ...] = (
+#: The outcome and provenance columns the writer puts in the metrics table, in order (the
+#: outcomes an analysis uses are :data:`retrieval_lib.stats.columns.OUTCOME_COLUMNS`).
+TABLE_OUTCOME_COLUMNS: tuple[str, ...] = (
     "reward",
     "passed",
     "errored",
@@ -225,7 +227,7 @@ def _record_row(record: Mapping[str, Any], names: Sequence[str]) -> dict[str, An
         for label in TAXONOMY_LABELS:
             row[f"taxonomy.{label}"] = _number(taxonomy["counts"][label])
     outcome = record.get("outcome") or {}
-    for column in OUTCOME_COLUMNS:
+    for column in TABLE_OUTCOME_COLUMNS:
         row[column] = outcome.get(column)
     row["source_document"] = record.get("source_document")
     return row
@@ -260,7 +262,7 @@ def metrics_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     ks = _common_k(records)
     names = ranking_metric_names(ks)
     numeric = table_metric_columns(ks)
-    columns = [*IDENTITY_COLUMNS, *numeric, *OUTCOME_COLUMNS, "source_document"]
+    columns = [*IDENTITY_COLUMNS, *numeric, *TABLE_OUTCOME_COLUMNS, "source_document"]
     frame = pd.DataFrame.from_records([_record_row(r, names) for r in records], columns=columns)
     for column in (*numeric, "reward", "agent_execution_seconds", "total_tokens", "cost_usd"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
@@ -876,7 +878,7 @@ _FLOAT_OUTCOMES = ("reward", "agent_execution_seconds", "total_tokens", "cost_us
 
 
 def _table_columns(ks: tuple[int, ...]) -> list[str]:
-    return [*IDENTITY_COLUMNS, *table_metric_columns(ks), *OUTCOME_COLUMNS, "source_document"]
+    return [*IDENTITY_COLUMNS, *table_metric_columns(ks), *TABLE_OUTCOME_COLUMNS, "source_document"]
 
 
 def _write_outputs(

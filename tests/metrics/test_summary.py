@@ -17,7 +17,7 @@ from retrieval_lib.events.document import write_document
 from retrieval_lib.metrics.stages import evaluate_documents, validate_metrics_record
 from retrieval_lib.metrics.summary import (
     IDENTITY_COLUMNS,
-    OUTCOME_COLUMNS,
+    TABLE_OUTCOME_COLUMNS,
     evaluate_run,
     find_events_roots,
     metrics_table,
@@ -122,7 +122,7 @@ def records() -> list[dict[str, Any]]:
 def test_table_columns_and_values(records: list[dict[str, Any]]) -> None:
     table = metrics_table(records)
     assert list(table.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
-    assert list(table.columns[-len(OUTCOME_COLUMNS) - 1 : -1]) == list(OUTCOME_COLUMNS)
+    assert list(table.columns[-len(TABLE_OUTCOME_COLUMNS) - 1 : -1]) == list(TABLE_OUTCOME_COLUMNS)
     assert len(table) == 6
     for column in table_metric_columns():
         assert table[column].dtype == np.float64, column
