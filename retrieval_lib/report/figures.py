@@ -1,7 +1,7 @@
-"""Figures of the run-analysis report: matplotlib/seaborn on the Agg backend, PNG only.
+"""Figures of the reports: matplotlib/seaborn on the Agg backend, PNG only.
 
 Every function takes a table from :mod:`retrieval_lib.report.tables` (or
-:mod:`retrieval_lib.stats`) and returns a :class:`matplotlib.figure.Figure` laid out with
+:mod:`retrieval_lib.stats`, or a kb comparison's rows for ``plot_kb_*``) and returns a :class:`matplotlib.figure.Figure` laid out with
 constrained layout, or ``None`` when there is nothing to draw (the notebook then prints
 why). :func:`png` renders a figure to PNG bytes with ``bbox_inches="tight"`` so no label is
 cut off, and closes it; :func:`show` wraps those bytes for display in a notebook. Figures
