@@ -73,7 +73,7 @@ from retrieval_lib.errors import GroundTruthError
 from retrieval_lib.io import file_kind, lies_outside, read_regular_bytes
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path
 from retrieval_lib.runs import without_lone_surrogates
-from retrieval_lib.safe_text import value_text
+from retrieval_lib.safe_text import describe_value
 from retrieval_lib.task_text import (
     EXTRACTABLE_EXTENSIONS,
     embedded_diffs,
@@ -566,7 +566,7 @@ def _from_diff_text(
 
 def _meta_note(meta: dict[str, Any]) -> str:
     parts = [
-        f"{key}={meta[key] if isinstance(meta[key], str) else value_text(meta[key])}"
+        f"{key}={meta[key] if isinstance(meta[key], str) else describe_value(meta[key])}"
         for key in ("ground_truth_source", "ground_truth_confidence", "files_count")
         if key in meta
     ]
@@ -583,7 +583,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     raw_confidence = (meta or {}).get("ground_truth_confidence")
     if raw_confidence is not None and _confidence(raw_confidence, "") == "":
         warnings.append(
-            f"{_GT_META}: unknown ground_truth_confidence {value_text(raw_confidence)}; "
+            f"{_GT_META}: unknown ground_truth_confidence {describe_value(raw_confidence)}; "
             "using 'medium'"
         )
     curator_origin = (meta or {}).get("ground_truth_source") if meta else None

@@ -30,6 +30,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_json",
     "dumps_json",
+    "finite_number",
     "json_safe",
     "lies_outside",
     "now_iso",
@@ -271,6 +272,28 @@ def lies_outside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -
     real_folder = os.path.realpath(folder_text or "/")
     real_path = os.path.realpath(path_text)
     return os.path.commonpath([real_folder, real_path]) != real_folder
+
+
+def finite_number(value: Any) -> float | None:
+    """A finite float from a JSON number read from an input; ``None`` for anything else.
+
+    Booleans, strings, NaN, infinities and an integer beyond float range (a 400-digit
+    number) are not numbers here.
+
+    Examples
+    --------
+    >>> finite_number(3), finite_number(0.5), finite_number(True), finite_number("1")
+    (3.0, 0.5, None, None)
+    >>> finite_number(float("inf")), finite_number(10**400)
+    (None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def safe_component(part: str) -> str:

@@ -400,18 +400,6 @@ def build_document(
         else []
     )
 
-    gt_block: dict[str, Any] = {
-        "files": list(ground_truth.files),
-        "symbols": list(ground_truth.symbols),
-        "source": ground_truth.source,
-        "confidence": ground_truth.confidence,
-        "task_dir": list(ground_truth.task_dirs),
-    }
-    if ground_truth.expected_edit_files is not None:
-        gt_block["expected_edit_files"] = list(ground_truth.expected_edit_files)
-    if ground_truth.chunks:
-        gt_block["chunks"] = list(ground_truth.chunks)
-
     model = result.model or (trace.model if trace else None)
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
@@ -439,7 +427,7 @@ def build_document(
             "degraded_reason": "; ".join(reasons) if reasons else None,
             "degraded_reasons": reasons,
         },
-        "ground_truth": gt_block,
+        "ground_truth": ground_truth.to_dict(),
         "events": events,
         "outcome": _outcome(result, trace),
         "summary": summarize_events(events, ground_truth.files),

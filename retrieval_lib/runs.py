@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.io import lies_outside, parse_iso_time, read_regular_bytes
+from retrieval_lib.io import finite_number, lies_outside, parse_iso_time, read_regular_bytes
 from retrieval_lib.safe_text import describe_value
 
 __all__ = [
@@ -505,20 +505,8 @@ def _get(data: Any, *keys: str) -> Any:
     return data
 
 
-def _number(value: Any) -> float | None:
-    """A finite float from a JSON number; ``None`` for anything else, an integer beyond
-    float range (a 400-digit number) included."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _count(value: Any) -> int | None:
-    number = _number(value)
+    number = finite_number(value)
     return int(number) if number is not None and 0 <= number <= _MAX_COUNT else None
 
 
@@ -534,7 +522,7 @@ def _checked_number(value: Any, where: str, warnings: list[str]) -> float | None
     """
     if value is None:
         return None
-    number = _number(value)
+    number = finite_number(value)
     if number is not None:
         return number
     if isinstance(value, str):
@@ -556,7 +544,7 @@ def _checked_count(value: Any, where: str, warnings: list[str]) -> int | None:
     """A token count (a non-negative number below 2**63, truncated to an integer)."""
     if value is None:
         return None
-    number = _number(value)
+    number = finite_number(value)
     if number is not None and 0 <= number <= _MAX_COUNT:
         return int(number)
     warnings.append(f"{where} is {describe_value(value)}, not a token count; ignored")
@@ -611,7 +599,7 @@ def _reward_from_file(trial_dir: Path) -> float | None:
     except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
         return None
     try:
-        reward = _number(float(text))
+        reward = finite_number(float(text))
     except ValueError:
         return None
     return reward if reward is not None and abs(reward) <= _MAX_PLAUSIBLE_REWARD else None

@@ -51,7 +51,6 @@ __all__ = [
     "markdown_strong",
     "markdown_text",
     "plot_label",
-    "value_text",
     "visible",
 ]
 
@@ -66,10 +65,21 @@ _WWW = re.compile(r"(www)\.", re.IGNORECASE)
 _BACKTICKS = re.compile("`+")
 
 
+def _digits(number: int) -> int:
+    """How many decimal digits ``number`` has, without ``str`` (which refuses beyond 4,300)."""
+    number = abs(number)
+    digits = max(1, int((number.bit_length() - 1) * 0.30102999566398120))
+    while 10**digits <= number:
+        digits += 1
+    while digits > 1 and 10 ** (digits - 1) > number:
+        digits -= 1
+    return digits
+
+
 class _ValueRepr(reprlib.Repr):
     def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 190:  # repr of a 5,000-digit integer raises ValueError
-            return f"<an integer of about {round(x.bit_length() * 0.30103)} digits>"
+        if x.bit_length() > 64:
+            return f"<an integer of {_digits(x)} digits>"
         return super().repr_int(x, level)
 
 
@@ -78,45 +88,43 @@ _VALUE_REPR.maxlevel = 3
 _VALUE_REPR.maxstring = 60
 _VALUE_REPR.maxother = 60
 _VALUE_REPR.maxlong = 60
+#: The longest preview of a container's content in :func:`describe_value`.
+_PREVIEW = 60
 
 
 def describe_value(value: Any) -> str:
-    """What an unexpected JSON value is, in a few words, for a warning about an input field:
-    ``a JSON object`` / ``a JSON array`` for containers (never rendered, however deep), the
-    size of an integer beyond 64 bits, else a ``repr`` cut to 40 characters.
+    """What an unexpected value read from an input is, in a few words, for a warning or error
+    message about an input field.
+
+    Safe and short for any JSON value: a container is named (``a JSON object`` / ``a JSON
+    array``) with a preview of its start, nested beyond 3 levels as ``...`` (a plain
+    ``repr`` of a list nested 1,000 deep raises ``RecursionError``) and cut to 60
+    characters; an integer beyond 64 bits is given by its size (a plain ``repr`` of one
+    beyond 4,300 digits raises ``ValueError``); a long string is cut in the middle;
+    anything else is its ``repr``.
 
     Examples
     --------
-    >>> describe_value([1]), describe_value(10**400), describe_value("x" * 50)
-    ('a JSON array', 'an integer of 401 digits', "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...")
-    """
-    if isinstance(value, (dict, list)):
-        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def value_text(value: Any) -> str:
-    """A short ``repr`` of a value read from an input, for a warning or error message.
-
-    Safe for any JSON value: nesting beyond 3 levels is shown as ``...`` (a plain
-    ``repr`` of a list nested 1,000 deep raises ``RecursionError``), long strings are
-    cut in the middle and an integer of more than ~57 digits is shown by its size (a
-    plain ``repr`` of one beyond 4,300 digits raises ``ValueError``).
-
-    Examples
-    --------
-    >>> value_text("ATIF-v2.0")
-    "'ATIF-v2.0'"
+    >>> describe_value("ATIF-v2.0"), describe_value(None), describe_value(1.5)
+    ("'ATIF-v2.0'", 'None', '1.5')
+    >>> describe_value({"a": 1}), describe_value([1, 2])
+    ("a JSON object {'a': 1}", 'a JSON array [1, 2]')
     >>> import json
-    >>> value_text(json.loads("[" * 900 + "]" * 900))
-    '[[[[...]]]]'
-    >>> len(value_text("x" * 10_000)) <= 60, value_text(10**5000)
-    (True, '<an integer of about 5000 digits>')
+    >>> describe_value(json.loads("[" * 900 + "]" * 900))
+    'a JSON array [[[[...]]]]'
+    >>> describe_value(10**400), describe_value(-(10**5000))
+    ('an integer of 401 digits', 'an integer of 5001 digits')
+    >>> len(describe_value("x" * 10_000)) <= 60
+    True
     """
-    return _VALUE_REPR.repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {_digits(value)} digits"
+    text = _VALUE_REPR.repr(value)
+    if isinstance(value, (dict, list)):
+        if len(text) > _PREVIEW:
+            text = text[: _PREVIEW - 3] + "..."
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'} {text}"
+    return text
 
 
 def visible(name: Any) -> str:

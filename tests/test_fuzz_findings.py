@@ -307,7 +307,9 @@ def test_a_deeply_nested_schema_version_costs_only_the_trace(tmp_path: Path) -> 
         (tmp_path / "out/r1/retrieval_events/baseline/t-001.retrieval_events.json").read_text()
     )
     reasons = " ".join(doc["coverage"]["degraded_reasons"])
-    assert "schema_version is [[[[...]]]]" in reasons and "RecursionError" not in reasons
+    assert (
+        "schema_version is a JSON array [[[[...]]]]" in reasons and "RecursionError" not in reasons
+    )
 
 
 def test_a_deeply_nested_ground_truth_confidence_is_a_warning(tmp_path: Path) -> None:
@@ -321,5 +323,7 @@ def test_a_deeply_nested_ground_truth_confidence_is_a_warning(tmp_path: Path) ->
     (task / "tests" / "ground_truth_meta.json").write_text(f'{{"ground_truth_confidence": {deep}}}')
     truth = load_ground_truth([task])
     assert truth.files == ["b.py"]
-    assert any("unknown ground_truth_confidence [[[[...]]]]" in w for w in truth.warnings)
+    assert any(
+        "unknown ground_truth_confidence a JSON array [[[[...]]]]" in w for w in truth.warnings
+    )
     assert all(len(w) < 400 for w in truth.warnings), truth.warnings

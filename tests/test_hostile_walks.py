@@ -356,7 +356,7 @@ def test_a_list_for_cache_read_tokens_costs_only_that_field(tmp_path: Path) -> N
     doc = load_document(find_documents([tmp_path / "out"])[0])
     assert [e["tool_name"] for e in doc["events"]][:2] == ["Read", "Read"]  # the calls kept
     assert (
-        "trajectory: step #2 metrics.extra.cache_read_input_tokens is a JSON array, "
+        "trajectory: step #2 metrics.extra.cache_read_input_tokens is a JSON array [1, 2], "
         "not a token count; ignored"
     ) in doc["coverage"]["degraded_reasons"]
 

@@ -153,3 +153,37 @@ def test_markdown_code_fence_is_longer_than_any_backtick_run():
     assert markdown_code("a`b") == "`` a`b ``"
     assert markdown_code("```") == "```` ``` ````"
     assert markdown_code(" lead") == "`  lead `"  # one padding space is stripped
+
+
+# --------------------------------------------------------------------------- describe_value
+
+
+def test_describe_value_gives_the_exact_size_of_a_huge_integer():
+    from retrieval_lib.safe_text import describe_value
+
+    # 10**k has k + 1 digits, 10**k - 1 has k (worked out by hand); beyond 4,300 digits
+    # ``str`` refuses, so the size must not come from it
+    for k in (20, 21, 399, 400, 4299, 5000, 20_000):
+        assert describe_value(10**k) == f"an integer of {k + 1} digits"
+        assert describe_value(10**k - 1) == f"an integer of {k} digits"
+        assert describe_value(-(10**k)) == f"an integer of {k + 1} digits"
+    # 2**64 is the first integer beyond 64 bits: 18446744073709551616, 20 digits
+    assert describe_value(2**64) == "an integer of 20 digits"
+    assert describe_value(2**64 - 1) == "18446744073709551615"
+
+
+def test_describe_value_names_a_container_and_shows_its_start_briefly():
+    import json
+
+    from retrieval_lib.safe_text import describe_value
+
+    assert describe_value([1, 2]) == "a JSON array [1, 2]"
+    assert describe_value({"a": None}) == "a JSON object {'a': None}"
+    deep = describe_value(json.loads("[" * 500 + "]" * 500))
+    assert deep == "a JSON array [[[[...]]]]"
+    wide = describe_value({f"key{i}": "v" * 100 for i in range(100)})
+    assert wide.startswith("a JSON object {'key0': 'vvv") and len(wide) <= 80
+    assert describe_value([10**5000]) == "a JSON array [<an integer of 5001 digits>]"
+    assert (
+        describe_value("x" * 10_000).startswith("'xxx") and len(describe_value("x" * 10_000)) <= 60
+    )

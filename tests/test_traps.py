@@ -376,7 +376,7 @@ RESULT_TRAPS = {
         True,
         180.0,
         "demo-task-001",
-        "exception_info is a JSON array, not an object",
+        "exception_info is a JSON array ['x'], not an object",
     ),
     "exception_info empty list": (
         _result(exception_info=[]),

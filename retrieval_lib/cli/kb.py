@@ -244,7 +244,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     from retrieval_lib.io import atomic_write_text
     from retrieval_lib.kb.compare import compare_runs
     from retrieval_lib.kb.exceptions import KBError
-    from retrieval_lib.kb.report_md import format_value, render_report_md
+    from retrieval_lib.kb.report_md import render_report_md
     from retrieval_lib.kb.store import KBStore
 
     if args.bootstrap < 1:
@@ -266,21 +266,31 @@ def _run_compare(args: argparse.Namespace) -> int:
         sys.stdout.write(report.to_json())
         return 0
     print(f"{args.run_a} vs {args.run_b} (chunk matching: {report.chunker_version_match})")
-    for row in report.metric_rows():
+    _print_metric_rows(report.metric_rows(), report.kind_counts())
+    if args.report:
+        print(f"report written to {args.report}")
+    return 0
+
+
+def _print_metric_rows(rows: list[dict[Any, Any]], kind_counts: dict[str, int]) -> None:
+    """One line per metric row of a kb comparison (A -> B, delta, CI and p where paired;
+    ``p_holm`` when the row has it), then the outcome counts."""
+    from retrieval_lib.kb.report_md import format_value
+
+    for row in rows:
         ci = ""
         if row["paired_n"]:
             ci = (
                 f"  CI [{format_value(row['ci_low'], signed=True)}, "
                 f"{format_value(row['ci_high'], signed=True)}]  p={format_value(row['wilcoxon_p'])}"
             )
+            if "p_holm" in row:
+                ci += f"  p_holm={format_value(row['p_holm'])}"
         print(
             f"  {row['metric']:<20} {format_value(row['a'])} -> {format_value(row['b'])}  "
             f"delta {format_value(row['delta'], signed=True)}{ci}"
         )
-    print("  " + ", ".join(f"{k}: {v}" for k, v in report.kind_counts().items()))
-    if args.report:
-        print(f"report written to {args.report}")
-    return 0
+    print("  " + ", ".join(f"{k}: {v}" for k, v in kind_counts.items()))
 
 
 def _run_compare_many(args: argparse.Namespace) -> int:
@@ -288,7 +298,6 @@ def _run_compare_many(args: argparse.Namespace) -> int:
     from retrieval_lib.io import atomic_write_text, dumps_json
     from retrieval_lib.kb.compare_many import compare_many
     from retrieval_lib.kb.definitions import STORAGE_DIGITS
-    from retrieval_lib.kb.report_md import format_value
     from retrieval_lib.kb.store import KBStore
 
     with KBStore(args.db, create=False) as store:
@@ -309,19 +318,8 @@ def _run_compare_many(args: argparse.Namespace) -> int:
     print(f"{len(many.reports)} runs against {args.run_a} (p Holm-adjusted over runs x metrics)")
     for report in many.reports:
         print(f"{args.run_a} vs {report.run_b} (chunk matching: {report.chunker_version_match})")
-        for row in summary[summary["run"] == report.run_b].to_dict("records"):
-            ci = ""
-            if row["paired_n"]:
-                ci = (
-                    f"  CI [{format_value(row['ci_low'], signed=True)}, "
-                    f"{format_value(row['ci_high'], signed=True)}]  "
-                    f"p={format_value(row['wilcoxon_p'])}  p_holm={format_value(row['p_holm'])}"
-                )
-            print(
-                f"  {row['metric']:<20} {format_value(row['a'])} -> {format_value(row['b'])}  "
-                f"delta {format_value(row['delta'], signed=True)}{ci}"
-            )
-        print("  " + ", ".join(f"{k}: {v}" for k, v in report.kind_counts().items()))
+        rows = summary[summary["run"] == report.run_b].to_dict("records")
+        _print_metric_rows(rows, report.kind_counts())
     if args.report:
         print(f"report written to {args.report}")
     return 0

@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "EvaluateResult": "summary",
     "evaluate_run": "summary",
     "find_events_roots": "summary",
-    "metric_columns": "summary",
+    "table_metric_columns": "summary",
     "metrics_table": "summary",
     "summarize_run": "summary",
     "summary_schema": "summary",

@@ -57,16 +57,17 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENTS_DIRNAME",
     "IDENTITY_COLUMNS",
-    "OUTCOME_COLUMNS",
+    "TABLE_OUTCOME_COLUMNS",
     "SUMMARY_FILENAME",
     "SUMMARY_SCHEMA_VERSION",
     "TABLE_BASENAME",
+    "TEXT_COLUMNS",
     "EvaluateResult",
     "evaluate_document_files",
     "evaluate_run",
     "events_dir_of",
     "find_events_roots",
-    "metric_columns",
+    "table_metric_columns",
     "metrics_table",
     "summarize_run",
     "summary_record",
@@ -97,7 +98,9 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "candidate_set_size_slice",
     "evidence_type",
 )
-OUTCOME_COLUMNS: tuple[str, ...] = (
+#: The outcome and provenance columns the writer puts in the metrics table, in order (the
+#: outcomes an analysis uses are :data:`retrieval_lib.stats.columns.OUTCOME_COLUMNS`).
+TABLE_OUTCOME_COLUMNS: tuple[str, ...] = (
     "reward",
     "passed",
     "errored",
@@ -119,6 +122,13 @@ _BOOLEAN_COLUMNS = (
     "timed_out",
     "output_tokens_placeholder",
 )
+#: Identity and provenance columns that hold text: a reader of the CSV table reads them as
+#: text (so a harness version "2.10" stays "2.10").
+TEXT_COLUMNS: tuple[str, ...] = (
+    *(c for c in IDENTITY_COLUMNS if c not in _BOOLEAN_COLUMNS),
+    "tokens_source",
+    "cost_source",
+)
 _FUNNEL_COLUMNS = (
     "funnel.surfaced_files",
     "funnel.surfaced_gt_hits",
@@ -137,12 +147,17 @@ _UTIL_COLUMNS = {
 SLICE_COLUMNS = ("candidate_set_size_slice", "evidence_type")
 
 
-def metric_columns(k: Iterable[int] = DEFAULT_K, *, include_taxonomy: bool = True) -> list[str]:
-    """Numeric metric columns of the table for cut-offs ``k``, in order.
+def table_metric_columns(
+    k: Iterable[int] = DEFAULT_K, *, include_taxonomy: bool = True
+) -> list[str]:
+    """The numeric metric columns the metrics table is written with for cut-offs ``k``, in order.
+
+    What the writer puts in the table; to find the metric columns a table read back holds,
+    see :func:`retrieval_lib.stats.columns.find_metric_columns`.
 
     Examples
     --------
-    >>> metric_columns([5])[:6]
+    >>> table_metric_columns([5])[:6]
     ['file.P@5', 'file.R@5', 'file.F1@5', 'file.nDCG@5', 'file.AP', 'file.RR']
     """
     names = ranking_metric_names(k)
@@ -220,7 +235,7 @@ def _record_row(record: Mapping[str, Any], names: Sequence[str]) -> dict[str, An
         for label in TAXONOMY_LABELS:
             row[f"taxonomy.{label}"] = _number(taxonomy["counts"][label])
     outcome = record.get("outcome") or {}
-    for column in OUTCOME_COLUMNS:
+    for column in TABLE_OUTCOME_COLUMNS:
         row[column] = outcome.get(column)
     row["source_document"] = record.get("source_document")
     return row
@@ -254,8 +269,8 @@ def metrics_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
     ks = _common_k(records)
     names = ranking_metric_names(ks)
-    numeric = metric_columns(ks)
-    columns = [*IDENTITY_COLUMNS, *numeric, *OUTCOME_COLUMNS, "source_document"]
+    numeric = table_metric_columns(ks)
+    columns = [*IDENTITY_COLUMNS, *numeric, *TABLE_OUTCOME_COLUMNS, "source_document"]
     frame = pd.DataFrame.from_records([_record_row(r, names) for r in records], columns=columns)
     for column in (*numeric, "reward", "agent_execution_seconds", "total_tokens", "cost_usd"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
@@ -341,7 +356,7 @@ def _summarize(
     frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
 ) -> dict[str, Any]:
     """The summary from the run's metrics table and each record's :class:`_Facts`."""
-    numeric = metric_columns(ks, include_taxonomy=False)
+    numeric = table_metric_columns(ks, include_taxonomy=False)
 
     def counts_of(subset: Sequence[_Facts]) -> dict[str, Any]:
         skipped = Counter(r.code for r in subset if not r.computable)
@@ -864,7 +879,7 @@ class _RunTable:
         names = ranking_metric_names(ks)
         rows = [_record_row(r, names) for r in records]
         nan = float("nan")
-        for column in metric_columns(ks):  # floats (``_number``) or absent: NaN
+        for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
             self.numeric.setdefault(column, []).append(
                 np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
             )
@@ -947,7 +962,7 @@ _FLOAT_OUTCOMES = ("reward", "agent_execution_seconds", "total_tokens", "cost_us
 
 
 def _table_columns(ks: tuple[int, ...]) -> list[str]:
-    return [*IDENTITY_COLUMNS, *metric_columns(ks), *OUTCOME_COLUMNS, "source_document"]
+    return [*IDENTITY_COLUMNS, *table_metric_columns(ks), *TABLE_OUTCOME_COLUMNS, "source_document"]
 
 
 def _write_outputs(

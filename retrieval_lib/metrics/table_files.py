@@ -24,30 +24,13 @@ from typing import Literal
 import pandas as pd
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.metrics.summary import TABLE_BASENAME
+from retrieval_lib.metrics.summary import TABLE_BASENAME, TEXT_COLUMNS
 
 __all__ = ["find_metrics_tables", "read_metrics_table"]
 
 #: The table files evaluate writes (:func:`~retrieval_lib.metrics.summary.evaluate_run`),
 #: in the order a folder holding both is read: Parquet first.
 _TABLE_NAMES = (f"{TABLE_BASENAME}.parquet", f"{TABLE_BASENAME}.csv")
-#: Identity and provenance columns read as text from CSV (so "2.10" stays "2.10").
-_TEXT_COLUMNS = (
-    "run_id",
-    "config_name",
-    "task_name",
-    "trial_name",
-    "benchmark",
-    "model",
-    "harness_version",
-    "harness_version_source",
-    "harness_version_unknown_reason",
-    "tokens_source",
-    "cost_source",
-    "non_computable_reason",
-    "candidate_set_size_slice",
-    "evidence_type",
-)
 
 
 def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
@@ -117,7 +100,7 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             "round_trip" if pd.__version__.startswith("2.") else None
         )
         return pd.read_csv(
-            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
+            table, dtype={c: "string" for c in TEXT_COLUMNS}, float_precision=precision
         )
     except InputError:
         raise

@@ -1,29 +1,101 @@
-"""Readable versions of the library's tables, for showing in a report (no computation).
+"""How a table looks in a report: one missing-value rule, readable numbers, no index.
 
-The analysis tables keep one number per column (``reward_mean``, ``reward_ci_low``,
-``reward_ci_high``) so they can be written, tested and joined. A reader wants
-``reward: 0.67 [0.33, 1.00]``: :func:`readable` merges each mean with its interval into one
-text column and moves columns that hold one value in every row into a caption.
+Missing is one thing everywhere a report shows a value: ``None``, NaN (any float),
+``pd.NA`` and ``NaT`` (:func:`is_missing`) are an empty cell or an empty text, never
+"nan", "None", "<NA>" or "NaT".
 
-Examples
---------
+**Numbers and intervals.** The analysis tables keep one number per column
+(``reward_mean``, ``reward_ci_low``, ``reward_ci_high``) so they can be written, tested and
+joined. A reader wants ``reward: 0.67 [0.33, 1.00]``: :func:`readable` merges each mean
+with its interval into one text column and moves columns that hold one value in every row
+into a caption.
+
 >>> import pandas as pd
 >>> t = pd.DataFrame({"pair": ["b vs t"] * 2, "metric": ["x", "y"], "n": [3, 0],
 ...     "mean": [0.5, float("nan")], "ci_low": [0.25, float("nan")], "ci_high": [0.75, float("nan")]})
 >>> shown, caption = readable(t, constant=["pair"])
 >>> shown.to_dict("list"), caption
 ({'metric': ['x', 'y'], 'n': [3, 0], 'mean [95% CI]': ['0.500 [0.250, 0.750]', '']}, 'pair: b vs t')
+
+**Tables.** The analysis tables (:mod:`retrieval_lib.report.tables`, the kb compare rows)
+keep machine names and NaN/None so they can be tested, joined and written as CSV.
+:func:`view` turns one into what a reader sees, for any notebook:
+
+* an unnamed index (0…n, or what is left of it after sorting) is dropped; a named index
+  (``config_name``, ``trace_source``) becomes the first column(s);
+* a missing value (:func:`is_missing`) is an empty cell;
+* p-values (``p_value``, ``p_holm``, ``p_bh``, ``…_p``, ``…_p_holm``) below 0.001 read
+  ``< 0.001``, never ``0.000`` (:func:`p_text`);
+* floats are shown with ``digits`` decimals, counts and ranks (``n``, ``n_…``, ``…_n``,
+  ``…_rank``, ``wins``, ``losses``, ``ties``) as whole numbers even when a missing value
+  made their column float;
+* a column keeps its name in the API and the CSV tables (``cost_usd``, ``total_tokens``,
+  ``agent_execution_seconds``: the unit is part of the name), so one outcome has one name
+  in the API, the tables and the figures;
+* text columns are left-aligned, numbers right-aligned; a cell wraps only in a column of
+  explanations (:data:`WRAPPED_COLUMNS`, ``…_reason``) or of long texts (over
+  :data:`WRAP_AFTER` characters), so ids and headers stay on one line.
+
+The result renders as an HTML table in Jupyter and the HTML report, and as plain text
+elsewhere; both are deterministic (no random ids), so nbval can compare them.
+
+>>> t = pd.DataFrame({"metric": ["reward", "cost_usd"], "n": [3, 0],
+...                   "mean": [0.5, float("nan")], "reason": [None, "no value"]})
+>>> print(repr(view(t)))
+metric    n   mean  reason
+reward    3  0.500
+cost_usd  0         no value
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["ci_text", "n_label", "number_text", "p_text", "readable", "tool_table"]
+__all__ = [
+    "MAX_TABLE_ROWS",
+    "WRAPPED_COLUMNS",
+    "WRAP_AFTER",
+    "TableView",
+    "ci_text",
+    "is_missing",
+    "n_label",
+    "number_text",
+    "p_text",
+    "readable",
+    "tool_table",
+    "view",
+]
+
+
+def is_missing(value: Any) -> bool:
+    """The one missing-value rule of a report: ``None``, NaN, ``pd.NA`` and ``NaT``.
+
+    Any float NaN counts (Python or numpy, any width), and so does a numpy ``NaT``.
+    Everything else (``0``, ``""``, ``False``, a text "nan") is a value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [is_missing(v) for v in (None, float("nan"), np.float32("nan"), pd.NA, pd.NaT)]
+    [True, True, True, True, True]
+    >>> [is_missing(v) for v in (0, 0.0, "", False, "nan", pd.Timestamp(0))]
+    [False, False, False, False, False, False]
+    """
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return math.isnan(value)
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        return bool(np.isnat(value))
+    return False
 
 
 def number_text(value: Any, digits: int = 3) -> str:
@@ -34,7 +106,7 @@ def number_text(value: Any, digits: int = 3) -> str:
     >>> number_text(378816.333), number_text(0.0901), number_text(None)
     ('378,816', '0.090', '')
     """
-    if _missing(value):
+    if is_missing(value):
         return ""
     number = float(value)
     if abs(number) >= 1000:
@@ -52,17 +124,13 @@ def p_text(value: Any, digits: int = 3) -> str:
     >>> p_text(0.0004, digits=4)
     '0.0004'
     """
-    if _missing(value):
+    if is_missing(value):
         return ""
     number = float(value)
     floor = 10.0**-digits
     if number < floor:
         return f"< {floor:.{digits}f}"
     return f"{number:.{digits}f}"
-
-
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def n_label(n: Any, trials: Any = None) -> str:
@@ -73,9 +141,9 @@ def n_label(n: Any, trials: Any = None) -> str:
     >>> n_label(4), n_label(40, 209), n_label(1, 1), n_label(None)
     ('n=4', '40 tasks, 209 trials', '1 task, 1 trial', '')
     """
-    if _missing(n):
+    if is_missing(n):
         return ""
-    if _missing(trials):
+    if is_missing(trials):
         return f"n={int(n)}"
     from retrieval_lib.stats.clustered import n_text
 
@@ -99,10 +167,10 @@ def ci_text(
     '0.50 [0.20, 0.80] (40 tasks, 209 trials)'
     """
     count = n_label(n, trials)
-    if _missing(mean):
+    if is_missing(mean):
         return count
     text = number_text(mean, digits)
-    if not _missing(low) and not _missing(high):
+    if not is_missing(low) and not is_missing(high):
         text += f" [{number_text(low, digits)}, {number_text(high, digits)}]"
     return f"{text} ({count})" if count else text
 
@@ -241,3 +309,159 @@ def tool_table(tools: pd.DataFrame) -> pd.DataFrame:
         for m, n in zip(tools["seconds_per_call"], tools["seconds_n"], strict=True)
     ]
     return out.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- tables
+
+#: The most rows a table shows in a report: a longer table shows its first rows and a note
+#: naming the file (CSV/Parquet beside the report) that holds every row.
+MAX_TABLE_ROWS = 50
+#: Columns with a longer text than this wrap; the others keep each cell on one line.
+WRAP_AFTER = 60
+#: Columns of explanations, which always wrap (so is any ``…_reason`` column).
+WRAPPED_COLUMNS: tuple[str, ...] = ("reason", "note", "notes", "not_computable")
+
+
+def _cell(value: Any, digits: int) -> str:
+    if is_missing(value):
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+_COUNT_COLUMNS = ("n", "wins", "losses", "ties", "tests")
+
+
+def _is_count(name: Any, column: pd.Series) -> bool:
+    """A float column of whole numbers that holds counts (NaN forced it to float)."""
+    text = str(name)
+    if not (text in _COUNT_COLUMNS or text.startswith("n_") or text.endswith(("_n", "_rank"))):
+        return False
+    if not pd.api.types.is_float_dtype(column):
+        return False
+    values = column.dropna()
+    return bool((values == values.round()).all())
+
+
+def _is_p_value(name: Any) -> bool:
+    """A column of p-values: ``p_value``, ``p_holm``, ``p_bh``, ``…_p``, ``…_p_holm``."""
+    text = str(name)
+    return text in ("p_value", "p_holm", "p_bh") or text.endswith(("_p", "_p_holm", "_p_bh"))
+
+
+def _is_numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A table as shown to a reader: display strings, headers and column alignment.
+
+    ``cells`` holds one list of strings per row; ``numeric`` says per column whether it
+    is right-aligned. Jupyter shows :meth:`_repr_html_`; ``repr`` gives the plain text.
+    """
+
+    columns: list[str]
+    cells: list[list[str]]
+    numeric: list[bool]
+    #: Shown under the table (plain text, escaped): e.g. which rows were left out and where
+    #: they all are.
+    note: str | None = None
+
+    def _repr_html_(self) -> str:
+        digest = hashlib.sha1(repr((self.columns, self.cells)).encode()).hexdigest()[:10]
+        table_id = f"table-{digest}"
+        rules = "".join(
+            f"#{table_id} tr > :nth-child({i + 1}) {{text-align: "
+            f"{'right' if numeric else 'left'}; white-space: "
+            f"{'normal' if self._wraps(i) else 'nowrap'};}}"
+            for i, numeric in enumerate(self.numeric)
+        )
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+            for row in self.cells
+        )
+        note = f"<p><em>{html.escape(self.note)}</em></p>" if self.note else ""
+        return (
+            f"<style>{rules}</style>"
+            f'<table id="{table_id}" class="dataframe">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+        )
+
+    def _wraps(self, column: int) -> bool:
+        name = self.columns[column]
+        if name in WRAPPED_COLUMNS or name.endswith("_reason"):
+            return True
+        return any(len(row[column]) > WRAP_AFTER for row in self.cells)
+
+    def __repr__(self) -> str:
+        widths = [
+            max([len(c), *(len(row[i]) for row in self.cells)]) for i, c in enumerate(self.columns)
+        ]
+
+        def line(values: list[str]) -> str:
+            return "  ".join(
+                v.rjust(w) if numeric else v.ljust(w)
+                for v, w, numeric in zip(values, widths, self.numeric, strict=True)
+            ).rstrip()
+
+        lines = [line(self.columns), *(line(row) for row in self.cells)]
+        return "\n".join([*lines, self.note] if self.note else lines)
+
+
+def view(
+    frame: pd.DataFrame,
+    *,
+    digits: int = 3,
+    max_rows: int = MAX_TABLE_ROWS,
+    source: str | None = None,
+) -> TableView:
+    """``frame`` as a reader sees it (see the module docstring); ``frame`` is not changed.
+
+    At most ``max_rows`` rows are shown (:data:`MAX_TABLE_ROWS`): a longer table shows its
+    first ``max_rows`` rows (sort it first to show the top ones) and a note saying how many
+    were left out and naming ``source``, the file beside the report that holds every row.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> counts = pd.DataFrame({"a": [1, 2]}, index=pd.Index(["x", "y"], name="source"))
+    >>> v = view(counts)
+    >>> v.columns, v.cells
+    (['source', 'a'], [['x', '1'], ['y', '2']])
+    >>> "<th>source</th>" in v._repr_html_() and "<td>0</td>" not in v._repr_html_()
+    True
+    >>> view(pd.DataFrame({"p_value": [0.0004, 0.2], "wilcoxon_p": [1e-9, None]})).cells
+    [['< 0.001', '< 0.001'], ['0.200', '']]
+    >>> long = view(pd.DataFrame({"a": range(5)}), max_rows=2, source="tables/a.csv")
+    >>> long.cells, long.note
+    ([['0'], ['1']], 'the first 2 of 5 rows; every row is in tables/a.csv beside the report')
+    """
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be at least 1, got {max_rows}")
+    named = any(n is not None for n in frame.index.names)
+    note = None
+    if len(frame) > max_rows:
+        where = source or "the tables"
+        note = (
+            f"the first {max_rows} of {len(frame)} rows; every row is in {where} beside the report"
+        )
+        frame = frame.iloc[:max_rows]
+    shown = frame.reset_index(drop=not named)
+    columns = [str(c) for c in shown.columns]
+    numeric = [_is_numeric(shown[c]) for c in shown.columns]
+    cells: list[list[str]] = []
+    places = [0 if _is_count(c, shown[c]) else digits for c in shown.columns]
+    p_columns = [_is_p_value(c) and _is_numeric(shown[c]) for c in shown.columns]
+    for row in shown.itertuples(index=False, name=None):
+        cells.append(
+            [
+                p_text(v, d) if is_p else _cell(v, d)
+                for v, d, is_p in zip(row, places, p_columns, strict=True)
+            ]
+        )
+    return TableView(columns=columns, cells=cells, numeric=numeric, note=note)

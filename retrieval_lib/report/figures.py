@@ -1,7 +1,7 @@
-"""Figures of the run-analysis report: matplotlib/seaborn on the Agg backend, PNG only.
+"""Figures of the reports: matplotlib/seaborn on the Agg backend, PNG only.
 
 Every function takes a table from :mod:`retrieval_lib.report.tables` (or
-:mod:`retrieval_lib.stats`) and returns a :class:`matplotlib.figure.Figure` laid out with
+:mod:`retrieval_lib.stats`, or a kb comparison's rows for ``plot_kb_*``) and returns a :class:`matplotlib.figure.Figure` laid out with
 constrained layout, or ``None`` when there is nothing to draw (the notebook then prints
 why). :func:`png` renders a figure to PNG bytes with ``bbox_inches="tight"`` so no label is
 cut off, and closes it; :func:`show` wraps those bytes for display in a notebook. Figures
@@ -31,17 +31,21 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from retrieval_lib.kb.definitions import MRR_CUTOFF
 from retrieval_lib.report.display import n_label
-from retrieval_lib.safe_text import markdown_text
+from retrieval_lib.safe_text import markdown_text, plot_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
     "DPI",
+    "KB_KIND_COLOURS",
     "plot_calibration",
     "plot_correlation_heatmap",
     "plot_funnel",
+    "plot_kb_metric_deltas",
+    "plot_kb_rank_changes",
     "plot_paired_deltas",
     "plot_quality",
     "plot_scatter_pairs",
@@ -516,4 +520,142 @@ def plot_wins_losses(
     if len(data) < with_delta:
         title += f"\n({len(data)} of {with_delta} shown: the largest |delta|)"
     ax.set_title(title)
+    return fig
+
+
+# --------------------------------------------------------------------------- kb compare
+
+#: Colour of each per-query outcome of :func:`retrieval_lib.kb.compare.compare_runs`.
+KB_KIND_COLOURS: dict[str, str] = {
+    "Win": "#0072B2",
+    "Loss": "#E69F00",
+    "Draw": "#999999",
+    "Regression": "#D55E00",
+}
+
+
+def plot_kb_metric_deltas(metrics: pd.DataFrame) -> Figure | None:
+    """Forest plot of a kb comparison's metric deltas (B − A), one row per metric.
+
+    ``metrics`` is ``pd.DataFrame(report.metric_rows()).set_index("metric")`` of
+    :meth:`retrieval_lib.kb.compare.CompareReport.metric_rows`, top row first. A metric with
+    a paired mean is a circle with its bootstrap CI and the Wilcoxon p-value beside it ("all
+    deltas 0" when the test has no p); one with only the aggregate delta is a grey square;
+    one with neither is labelled "null" at 0. None when there is no metric.
+
+    Examples
+    --------
+    >>> m = pd.DataFrame({"delta": [0.1, float("nan")], "mean_paired_delta": [0.1, float("nan")],
+    ...     "ci_low": [0.0, float("nan")], "ci_high": [0.2, float("nan")],
+    ...     "wilcoxon_p": [0.03, float("nan")]}, index=pd.Index(["hit_rate@1", "mrr"], name="metric"))
+    >>> png(plot_kb_metric_deltas(m))[:4] == b"\\x89PNG"
+    True
+    """
+    import matplotlib.pyplot as plt
+
+    if metrics.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(metrics) + 1.2))
+    positions = range(len(metrics))[::-1]
+    for y, (_, row) in zip(positions, metrics.iterrows(), strict=True):
+        if pd.notna(row["mean_paired_delta"]):
+            ax.errorbar(
+                row["mean_paired_delta"],
+                y,
+                xerr=[
+                    [row["mean_paired_delta"] - row["ci_low"]],
+                    [row["ci_high"] - row["mean_paired_delta"]],
+                ],
+                fmt="o",
+                color="#0072B2",
+                capsize=4,
+            )
+            label = f"p={row['wilcoxon_p']:.3f}" if pd.notna(row["wilcoxon_p"]) else "all deltas 0"
+            ax.annotate(
+                label, (row["ci_high"], y), xytext=(6, -3), textcoords="offset points", fontsize=9
+            )
+        elif pd.notna(row["delta"]):
+            ax.plot(row["delta"], y, "s", color="#999999")
+        else:
+            ax.annotate(
+                "null",
+                (0, y),
+                xytext=(6, -3),
+                textcoords="offset points",
+                fontsize=9,
+                color="#999999",
+            )
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(list(positions), [plot_label(m) for m in metrics.index])
+    ax.margins(x=0.12)
+    ax.set_xlabel("B − A")
+    ax.set_title(
+        "Metric deltas: paired mean with 95% bootstrap CI (circles), aggregate delta only (squares)"
+    )
+    return fig
+
+
+def plot_kb_rank_changes(
+    per_query: pd.DataFrame,
+    kind_counts: dict[str, int],
+    run_a: str,
+    run_b: str,
+    *,
+    cutoff: int = MRR_CUTOFF,
+) -> Figure | None:
+    """Each ranked query's first relevant rank in A and B, beside the outcome counts.
+
+    Left: one line per query judged by rank (``criterion`` ``chunk`` or ``doc`` in
+    ``per_query``, the rows of :meth:`~retrieval_lib.kb.compare.CompareReport.per_query_rows`)
+    from its rank in run A to its rank in run B, coloured by its outcome
+    (:data:`KB_KIND_COLOURS`), a miss drawn below rank ``cutoff`` (the kb metrics' MRR
+    cut-off) and a small vertical jitter so equal lines stay visible. Right: the number of
+    queries of each outcome (``kind_counts``, every query). The run ids are labels
+    (:func:`~retrieval_lib.safe_text.plot_label`). None when there is no query at all.
+
+    Examples
+    --------
+    >>> q = pd.DataFrame({"criterion": ["chunk"], "kind": ["Win"], "a_hit_rank": [None],
+    ...                   "b_hit_rank": [2]})
+    >>> fig = plot_kb_rank_changes(q, {"Win": 1, "Loss": 0}, "a", "b")
+    >>> fig.axes[0].get_title(), png(fig)[:4] == b"\\x89PNG"
+    ('Rank change per query (n = 1)', True)
+    """
+    import matplotlib.pyplot as plt
+
+    ranked = per_query[per_query["criterion"].isin(["chunk", "doc"])].reset_index(drop=True)
+    if ranked.empty and not any(kind_counts.values()):
+        return None
+    miss = cutoff + 1.5
+    fig, (ax, bars) = plt.subplots(1, 2, figsize=(11, 5.5), gridspec_kw={"width_ratios": [2, 1]})
+    for i, row in ranked.iterrows():
+        jitter = (cast(int, i) % 7 - 3) * 0.06
+        a = row["a_hit_rank"] if pd.notna(row["a_hit_rank"]) else miss
+        b = row["b_hit_rank"] if pd.notna(row["b_hit_rank"]) else miss
+        ax.plot(
+            [0, 1], [a + jitter, b + jitter], "-o", color=KB_KIND_COLOURS[row["kind"]], alpha=0.75
+        )
+    ax.set_xticks([0, 1], [f"A\n{plot_label(run_a)}", f"B\n{plot_label(run_b)}"])
+    ax.set_yticks(
+        list(range(1, cutoff + 1)) + [miss], [str(r) for r in range(1, cutoff + 1)] + ["miss"]
+    )
+    ax.set_ylim(miss + 0.8, 0.3)
+    ax.set_ylabel("first relevant rank")
+    ax.legend(
+        handles=[
+            plt.Line2D([], [], color=c, marker="o", label=k) for k, c in KB_KIND_COLOURS.items()
+        ],
+        loc="lower center",
+        ncols=4,
+        fontsize=9,
+    )
+    ax.set_title(f"Rank change per query (n = {len(ranked)})")
+    bars.bar(
+        list(kind_counts),
+        list(kind_counts.values()),
+        color=[KB_KIND_COLOURS[k] for k in kind_counts],
+    )
+    bars.set_title("Outcome per query (all queries)")
+    for x, n in enumerate(kind_counts.values()):
+        bars.annotate(str(n), (x, n), ha="center", va="bottom")
     return fig

@@ -197,10 +197,10 @@ def _write_metrics(study: Study, folder: Path) -> Path:
     import pyarrow.parquet as pq
 
     from retrieval_lib.io import atomic_write_bytes
-    from retrieval_lib.stats.columns import metric_columns
+    from retrieval_lib.stats.columns import find_metric_columns
 
     trials = study.trials
-    columns = metric_columns(trials)
+    columns = find_metric_columns(trials)
     ids = ["trial_id", "run_id", "config_name", "config_family", "task_name", "model"]
     sink = pa.BufferOutputStream()
     writer = None

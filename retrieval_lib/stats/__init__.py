@@ -16,7 +16,7 @@ One function per statistical test, each returning a tidy DataFrame with stable c
 * :mod:`retrieval_lib.stats.power`: ``tasks_needed`` (the CI half-width now and the
   matched tasks needed for a reward difference of 0.05 / 0.10 at 80% power);
 * :mod:`retrieval_lib.stats.columns`: ``KEY_METRICS`` (the default metric family),
-  ``metric_columns``, ``resolve_metrics``;
+  ``find_metric_columns``, ``resolve_metrics``;
 * :mod:`retrieval_lib.stats.multiple`: ``holm``, ``benjamini_hochberg``;
 * :mod:`retrieval_lib.stats.impact`: ``analyze_impact``, ``impact_to_json``, ``run_impact``,
   ``load_impact``, ``impact_for_run``.
@@ -26,7 +26,7 @@ scipy is imported inside the functions that need it.
 
 from __future__ import annotations
 
-from retrieval_lib.stats.columns import KEY_METRICS, metric_columns, resolve_metrics
+from retrieval_lib.stats.columns import KEY_METRICS, find_metric_columns, resolve_metrics
 from retrieval_lib.stats.correlation import (
     auc,
     correlate_metrics,
@@ -73,7 +73,7 @@ __all__ = [
     "load_impact",
     "match_tasks",
     "mcnemar_exact",
-    "metric_columns",
+    "find_metric_columns",
     "pair_configs",
     "paired_comparison",
     "pearson",

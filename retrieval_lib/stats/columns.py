@@ -9,7 +9,7 @@ What is not a retrieval metric
 ------------------------------
 * **Counts of ground truth** such as ``chunk.n_chunks`` (how many ground-truth chunks a
   task has) describe the task, not the retrieval: any prefixed column whose name after
-  the stage prefix starts with ``n_`` is left out of :func:`metric_columns`.
+  the stage prefix starts with ``n_`` is left out of :func:`find_metric_columns`.
 * ``funnel.*`` counts (files surfaced, read, edited and their ground-truth hits) and
   ``candidate_set_size`` carry no stage prefix of :data:`METRIC_PREFIXES`: they are
   descriptive sizes, shown by the report but never correlated or tested.
@@ -37,9 +37,9 @@ Examples
 --------
 >>> import pandas as pd
 >>> df = pd.DataFrame({"task_name": ["a"], "file.AP": [0.5], "read.R@5": [1.0], "reward": [1.0]})
->>> metric_columns(df)
+>>> find_metric_columns(df)
 ['file.AP', 'read.R@5']
->>> metric_columns(pd.DataFrame({"chunk.recall": [0.5], "chunk.n_chunks": [4]}))
+>>> find_metric_columns(pd.DataFrame({"chunk.recall": [0.5], "chunk.n_chunks": [4]}))
 ['chunk.recall']
 >>> as_float(pd.Series([True, None, False], dtype=object)).tolist()
 [1.0, nan, 0.0]
@@ -64,7 +64,7 @@ __all__ = [
     "SOURCE_COLUMNS",
     "as_float",
     "is_count_column",
-    "metric_columns",
+    "find_metric_columns",
     "resolve_metrics",
     "require_columns",
 ]
@@ -125,8 +125,11 @@ def _is_metric_like(series: pd.Series) -> bool:
     return False
 
 
-def metric_columns(df: pd.DataFrame, prefixes: Iterable[str] = METRIC_PREFIXES) -> list[str]:
-    """Names of the numeric retrieval-metric columns of ``df``, in table order.
+def find_metric_columns(df: pd.DataFrame, prefixes: Iterable[str] = METRIC_PREFIXES) -> list[str]:
+    """Names of the numeric retrieval-metric columns ``df`` holds, in table order.
+
+    Found in the data; the columns the writer puts in a metrics table for given cut-offs
+    are :func:`retrieval_lib.metrics.summary.table_metric_columns`.
 
     Parameters
     ----------
@@ -174,7 +177,7 @@ def resolve_metrics(df: pd.DataFrame, metrics: str | Iterable[str] = "key") -> l
         Per-task metrics table.
     metrics : "key", "all" or iterable of str
         ``"key"``: the :data:`KEY_METRICS` present in ``df`` (default); ``"all"``: every
-        metric column (:func:`metric_columns`); a list: exactly those columns, in that
+        metric column (:func:`find_metric_columns`); a list: exactly those columns, in that
         order (each must be a metric column of ``df``; a name it lacks is refused with
         "did you mean" suggestions, not with the list of every column).
 
@@ -189,7 +192,7 @@ def resolve_metrics(df: pd.DataFrame, metrics: str | Iterable[str] = "key") -> l
     >>> resolve_metrics(df), resolve_metrics(df, "all")
     (['file.AP'], ['file.AP', 'file.P@1'])
     """
-    available = metric_columns(df)
+    available = find_metric_columns(df)
     if isinstance(metrics, str):
         if metrics == "key":
             return [m for m in KEY_METRICS if m in available]

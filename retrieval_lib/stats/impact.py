@@ -82,7 +82,12 @@ from retrieval_lib.stats.columns import (
     require_columns,
     resolve_metrics,
 )
-from retrieval_lib.stats.paired import MATCH_KEY_COLUMNS, match_tasks, pair_configs
+from retrieval_lib.stats.paired import (
+    MATCH_KEY_COLUMNS,
+    UNMATCHED_COLUMNS,
+    match_tasks,
+    pair_configs,
+)
 from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     PAIRED_COLUMNS,
@@ -93,6 +98,7 @@ from retrieval_lib.stats.paired_tests import (
 __all__ = [
     "IMPACT_FILENAME",
     "IMPACT_SCHEMA_VERSION",
+    "IMPACT_TABLES",
     "POOLED_FILENAME",
     "ImpactResult",
     "ImpactRun",
@@ -365,37 +371,20 @@ def analyze_impact(
         "correlation_unit": "task: repeated trials averaged per task and config (per task "
         "for the pooled group), passed by majority (an even split left out); n counts tasks",
     }
+    columns = analyze_impact_columns()
     return ImpactResult(
-        pairs=pd.DataFrame(pair_rows, columns=analyze_impact_columns()["pairs"]),
+        pairs=pd.DataFrame(pair_rows, columns=columns["pairs"]),
         correlations=correlations,
-        comparisons=stack(
-            comparisons,
-            ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"],
-            ["baseline", "treatment", "metric"],
-        ),
-        mcnemar=stack(
-            mcnemars,
-            ["baseline", "treatment", *MCNEMAR_COLUMNS, "n_split_excluded"],
-            ["baseline", "treatment"],
-        ),
+        comparisons=stack(comparisons, columns["comparisons"], ["baseline", "treatment", "metric"]),
+        mcnemar=stack(mcnemars, columns["mcnemar"], ["baseline", "treatment"]),
         per_task=stack(
             per_tasks,
-            ["baseline", "treatment", "task_name"],
+            columns["per_task"],
             ["baseline", "treatment", "task_name", "model", "harness_version"],
         ),
         unmatched=stack(
             unmatched,
-            [
-                "baseline",
-                "treatment",
-                "task_name",
-                "side",
-                "config_name",
-                "model",
-                "harness_version",
-                "n_trials",
-                "reason",
-            ],
+            columns["unmatched"],
             ["baseline", "treatment", "task_name", "side", "model", "harness_version"],
         ),
         config_summary=_config_summary(df),
@@ -633,7 +622,8 @@ _TEXT_RESULT_COLUMNS = frozenset(
     }
 )
 _BOOL_RESULT_COLUMNS = frozenset({"computable", "tested", "flagged", "harness_version_unverified"})
-_TABLE_KEYS = (
+#: The tables of an :class:`ImpactResult` (its fields but ``params``), in order.
+IMPACT_TABLES: tuple[str, ...] = (
     "pairs",
     "correlations",
     "comparisons",
@@ -737,7 +727,7 @@ def load_impact(path: str | os.PathLike[str]) -> ImpactResult:
     ]
     tables = {
         key: _frame_from_records(list(document.get(key) or []), template[key])
-        for key in _TABLE_KEYS
+        for key in IMPACT_TABLES
     }
     params["runs"] = list(document.get("runs") or [])
     params["source"] = str(target)
@@ -773,17 +763,7 @@ def analyze_impact_columns() -> dict[str, list[str]]:
         "comparisons": ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"],
         "mcnemar": ["baseline", "treatment", *MCNEMAR_COLUMNS, "n_split_excluded"],
         "per_task": ["baseline", "treatment", "task_name"],
-        "unmatched": [
-            "baseline",
-            "treatment",
-            "task_name",
-            "side",
-            "config_name",
-            "model",
-            "harness_version",
-            "n_trials",
-            "reason",
-        ],
+        "unmatched": ["baseline", "treatment", *UNMATCHED_COLUMNS],
         "config_summary": ["config_name", "column", "n", "n_tasks", "mean", "median"],
     }
 

@@ -57,7 +57,7 @@ from retrieval_lib.stats.columns import (
     OUTCOME_COLUMNS,
     SOURCE_COLUMNS,
     as_float,
-    metric_columns,
+    find_metric_columns,
     require_columns,
 )
 
@@ -67,6 +67,7 @@ __all__ = [
     "MATCH_KEY_COLUMNS",
     "MatchResult",
     "UNKNOWN_REASON_COLUMN",
+    "UNMATCHED_COLUMNS",
     "match_tasks",
     "matched_summary",
     "pair_configs",
@@ -96,6 +97,17 @@ MATCH_KEY_COLUMNS: tuple[str, ...] = (
     "flagged",
     *[f"{c}_baseline" for c in SOURCE_COLUMNS],
     *[f"{c}_treatment" for c in SOURCE_COLUMNS],
+)
+
+#: Columns of :attr:`MatchResult.unmatched` (a task one side ran that found no match), in order.
+UNMATCHED_COLUMNS: tuple[str, ...] = (
+    "task_name",
+    "side",
+    "config_name",
+    "model",
+    "harness_version",
+    "n_trials",
+    "reason",
 )
 
 #: Metrics-table column saying why a trial's harness version is unknown (used in notes).
@@ -610,7 +622,7 @@ def match_tasks(
                 f"{label} config {name!r} not in the table; configs: {', '.join(sorted(present))}"
             )
     if value_columns is None:
-        value_columns = [c for c in OUTCOME_COLUMNS if c in df.columns] + metric_columns(df)
+        value_columns = [c for c in OUTCOME_COLUMNS if c in df.columns] + find_metric_columns(df)
     value_columns = list(dict.fromkeys(value_columns))
     require_columns(df, value_columns, what="metrics table")
 
@@ -781,20 +793,11 @@ def match_tasks(
     key_cols: dict[str, list[Any]] = {c: [] for c in MATCH_KEY_COLUMNS}
     b_pick: list[int | list[int]] = []  # a row (latest) or the group ids whose mean is taken
     t_pick: list[int | list[int]] = []
-    unmatched_columns = [
-        "task_name",
-        "side",
-        "config_name",
-        "model",
-        "harness_version",
-        "n_trials",
-        "reason",
-    ]
-    unmatched: dict[str, list[object]] = {c: [] for c in unmatched_columns}
+    unmatched: dict[str, list[object]] = {c: [] for c in UNMATCHED_COLUMNS}
 
     def leave_out(side: str, key: tuple[str, str, str], n_trials: int, reason: str) -> None:
         for col, value in zip(
-            unmatched_columns,
+            UNMATCHED_COLUMNS,
             (
                 key[0],
                 side,
@@ -1009,7 +1012,7 @@ def match_tasks(
         baseline_values=values_frame(b_pick),
         treatment_values=values_frame(t_pick),
         unmatched=pd.DataFrame(
-            unmatched if unmatched["task_name"] else [], columns=unmatched_columns
+            unmatched if unmatched["task_name"] else [], columns=list(UNMATCHED_COLUMNS)
         ),
         combine=combine,
         value_columns=tuple(value_columns),

@@ -287,6 +287,34 @@ def _models(trials: pd.DataFrame) -> pd.Series:
     return model.where(model.notna(), UNKNOWN_MODEL).astype(str)
 
 
+def _matched_by_model(
+    trials: pd.DataFrame,
+    metrics: Sequence[str],
+    reference: str | None,
+    baseline: str | None,
+    combine: str,
+    strict_harness_version: bool,
+    min_pairs: int,
+) -> tuple[str, dict[str, tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame]]]]:
+    """The reference family, and per model (sorted) the matched comparisons of every family
+    against it on that model's trials: ``(table, per-task deltas)`` of :func:`_matched`."""
+    models = _models(trials)
+    ref = reference_family(trials["config_family"].astype(str).unique(), reference, baseline)
+    by_model = {}
+    for model in sorted(models.unique()):
+        sub = trials[models == model]
+        pairs = comparison_pairs(sub["config_family"].astype(str).unique(), ref)
+        by_model[model] = _matched(
+            _frame(sub),
+            pairs,
+            metrics,
+            combine=combine,
+            strict_harness_version=strict_harness_version,
+            min_pairs=min_pairs,
+        )
+    return ref, by_model
+
+
 def model_effects(
     trials: pd.DataFrame,
     metrics: Sequence[str],
@@ -303,22 +331,10 @@ def model_effects(
     every tested (model, family, metric) row. Sorted by family, metric, model so the models
     of one effect are side by side.
     """
-    models = _models(trials)
-    ref = reference_family(trials["config_family"].astype(str).unique(), reference, baseline)
-    parts = []
-    for model in sorted(models.unique()):
-        sub = trials[models == model]
-        pairs = comparison_pairs(sub["config_family"].astype(str).unique(), ref)
-        table, _ = _matched(
-            _frame(sub),
-            pairs,
-            metrics,
-            combine=combine,
-            strict_harness_version=strict_harness_version,
-            min_pairs=min_pairs,
-        )
-        if not table.empty:
-            parts.append(table.assign(model=model))
+    _, by_model = _matched_by_model(
+        trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs
+    )
+    parts = [table.assign(model=model) for model, (table, _) in by_model.items() if not table.empty]
     columns = ["model", *_EFFECT_COLUMNS]
     if not parts:
         return pd.DataFrame(columns=columns)
@@ -385,25 +401,17 @@ def model_interactions(
     """
     from retrieval_lib.stats.paired_tests import t_mean_ci
 
-    models = _models(trials)
-    ref = reference_family(trials["config_family"].astype(str).unique(), reference, baseline)
-    deltas: dict[tuple[str, str], pd.DataFrame] = {}
-    for model in sorted(models.unique()):
-        sub = trials[models == model]
-        pairs = comparison_pairs(sub["config_family"].astype(str).unique(), ref)
-        _, per_task = _matched(
-            _frame(sub),
-            pairs,
-            metrics,
-            combine=combine,
-            strict_harness_version=strict_harness_version,
-            min_pairs=min_pairs,
-        )
-        for (_, family), frame in per_task.items():
-            deltas[(model, family)] = frame
+    ref, by_model = _matched_by_model(
+        trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs
+    )
+    deltas: dict[tuple[str, str], pd.DataFrame] = {
+        (model, family): frame
+        for model, (_, per_task) in by_model.items()
+        for (_, family), frame in per_task.items()
+    }
     rows = []
     families = sorted({f for _, f in deltas})
-    model_names = sorted(models.unique())
+    model_names = list(by_model)
     need = max(min_pairs, 2)
     for family in families:
         for metric in metrics:

@@ -146,9 +146,9 @@ class Study:
     def metrics(self) -> pd.DataFrame:
         """Long table: one row per (trial, metric) with ``value`` (NaN: not computable,
         the reason in ``trials.non_computable_reason``)."""
-        from retrieval_lib.stats.columns import metric_columns
+        from retrieval_lib.stats.columns import find_metric_columns
 
-        columns = metric_columns(self.trials)
+        columns = find_metric_columns(self.trials)
         return self.trials.melt(
             id_vars=list(_LONG_ID), value_vars=columns, var_name="metric", value_name="value"
         )

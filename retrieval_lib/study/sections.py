@@ -48,16 +48,6 @@ __all__ = [
 
 SECTIONS_FILENAME = "sections.json"
 SECTIONS_VERSION = "1"
-#: ImpactResult tables kept (``impact_<name>.parquet``).
-_IMPACT_TABLES = (
-    "pairs",
-    "correlations",
-    "comparisons",
-    "mcnemar",
-    "per_task",
-    "unmatched",
-    "config_summary",
-)
 #: Metrics the calibration section shows when the trials have them.
 CALIBRATION_METRICS = ("file.AP", "file.recall")
 #: Columns whose cells are sequences (Parquet gives arrays back: turned into tuples).
@@ -175,10 +165,10 @@ class StudySections:
     def impact(self) -> ImpactResult:
         """The matched comparisons and correlations (``Study.impact()``)."""
         if "impact" not in self._cache:
-            from retrieval_lib.stats.impact import ImpactResult
+            from retrieval_lib.stats.impact import IMPACT_TABLES, ImpactResult
 
-            self._cache["impact"] = ImpactResult(
-                **{name: self.tables[f"impact_{name}"] for name in _IMPACT_TABLES},
+            self._cache["impact"] = ImpactResult(  # kept as impact_<name>.parquet
+                **{name: self.tables[f"impact_{name}"] for name in IMPACT_TABLES},
                 params=dict(self.impact_params),
             )
         result: ImpactResult = self._cache["impact"]
@@ -275,7 +265,9 @@ def compute_sections(
     for metric in CALIBRATION_METRICS:
         if metric in study.analysed.columns:
             tables[f"calibration:{metric}"] = study.calibration(metric)
-    for name in _IMPACT_TABLES:
+    from retrieval_lib.stats.impact import IMPACT_TABLES
+
+    for name in IMPACT_TABLES:
         tables[f"impact_{name}"] = getattr(impact, name)
     comparison = study.compare()
     tables |= {

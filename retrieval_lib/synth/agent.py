@@ -28,6 +28,7 @@ from retrieval_lib.synth.catalog import (
     symbol_line,
     total_lines,
 )
+from retrieval_lib.traces.tools import classify_tool
 
 __all__ = ["Call", "Message", "TrialPlan", "category_of", "plan_trial"]
 
@@ -40,28 +41,8 @@ SYSTEM_REMINDER = (
     "reports, or answer questions about the code behavior.\n</system-reminder>\n"
 )
 
-_LOCAL_CATEGORIES = {
-    "Read": "file_read",
-    "Glob": "file_search",
-    "Grep": "code_search",
-    "Write": "file_write",
-    "Edit": "file_write",
-    "MultiEdit": "file_write",
-    "NotebookEdit": "file_write",
-}
-_MCP_CATEGORIES = {
-    "read_file": "file_read",
-    "list_files": "file_search",
-    "keyword_search": "code_search",
-    "nls_search": "code_search",
-    "find_references": "symbol_navigation",
-    "go_to_definition": "symbol_navigation",
-    "commit_search": "commit_search",
-    "diff_search": "commit_search",
-    "compare_revisions": "commit_search",
-    "deepsearch": "deep_search",
-    "deepsearch_read": "deep_search",
-}
+#: The first program of a Bash command the simulated agent runs, by category. Tool names
+#: are classified by :func:`retrieval_lib.traces.tools.classify_tool`, the one table.
 _SHELL_CATEGORIES = {
     "cat": "file_read",
     "head": "file_read",
@@ -84,14 +65,10 @@ def category_of(name: str, tool_input: dict[str, Any]) -> str:
     >>> category_of("Bash", {"command": "sed -n '1,20p' /workspace/a.py"})
     'file_read'
     """
-    if name.startswith("mcp__"):
-        tool = name.split("__", 2)[-1]
-        tool = tool[3:] if tool.startswith("sg_") else tool
-        return _MCP_CATEGORIES.get(tool, "other")
     if name == "Bash":
         program = str(tool_input.get("command", "")).split(" ", 1)[0]
         return _SHELL_CATEGORIES.get(program, "other")
-    return _LOCAL_CATEGORIES.get(name, "other")
+    return classify_tool(name).category
 
 
 @dataclass

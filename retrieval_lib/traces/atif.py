@@ -27,7 +27,6 @@ transcript's ``input + cache_creation + cache_read + output``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -36,8 +35,8 @@ from typing import Any
 import orjson
 
 from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
-from retrieval_lib.io import lies_outside, parse_iso_time
-from retrieval_lib.safe_text import describe_value, value_text
+from retrieval_lib.io import finite_number, lies_outside, parse_iso_time
+from retrieval_lib.safe_text import describe_value
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 from retrieval_lib.traces.stream_json import content_text, loads_repaired, read_trace_bytes
 
@@ -71,17 +70,6 @@ def _object(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     """``mapping[key]`` when it is a JSON object, else an empty dict."""
     value = mapping.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def _as_float(value: Any) -> float | None:
-    """A finite float, or ``None`` (not a number, infinite, an integer beyond float range)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def parse_atif(path: str | Path, *, within: str | Path | None = None) -> ParsedTrace:
@@ -189,7 +177,7 @@ def _check_version(document: dict[str, Any], where: str) -> None:
     if not isinstance(version, str) or not version.startswith("ATIF-v"):
         raise InputError(
             f"trajectory {where} is not an ATIF trajectory: schema_version is "
-            f"{value_text(version)}, "
+            f"{describe_value(version)}, "
             "expected 'ATIF-v1.x'"
         )
     major = version[len("ATIF-v") :].split(".", 1)[0]
@@ -299,7 +287,7 @@ class _TrajectoryParser:
                     )
                     cache_read = None
                 signature = (prompt, cached, creation, cache_read)
-                cost = _as_float(metrics.get("cost_usd"))
+                cost = finite_number(metrics.get("cost_usd"))
                 current_message = message_by_signature.get(signature)
                 if current_message is None:
                     current_message = len(message_tokens)
@@ -558,12 +546,12 @@ class _TrajectoryParser:
         label = ref.get("trajectory_id") or ref.get("trajectory_path") or ref.get("session_id")
         if self.depth >= _MAX_SUBAGENT_DEPTH:
             self.warnings.append(
-                f"subagent trajectory {value_text(label)} nested too deep, not followed"
+                f"subagent trajectory {describe_value(label)} nested too deep, not followed"
             )
             return None
         sub_document: dict[str, Any] | None = None
         sub_folder = self.folder
-        where: str = label if isinstance(label, str) else value_text(label)
+        where: str = label if isinstance(label, str) else describe_value(label)
         trajectory_id = ref.get("trajectory_id")
         trajectory_path = ref.get("trajectory_path")
         if isinstance(trajectory_id, str) and trajectory_id in embedded:
@@ -605,7 +593,9 @@ class _TrajectoryParser:
             sub_folder = candidate.parent
             where = str(candidate)
         else:
-            self.warnings.append(f"subagent trajectory {value_text(label)} could not be resolved")
+            self.warnings.append(
+                f"subagent trajectory {describe_value(label)} could not be resolved"
+            )
             return None
         child = _TrajectoryParser(sub_folder, self.seen, self.depth + 1)
         try:
@@ -682,7 +672,7 @@ class _TrajectoryParser:
             cache_read_tokens=cached_total,
             cache_creation_tokens=creation_total,
             total_tokens=sum(parts) if parts else None,
-            cost_usd=_as_float(final_metrics.get("total_cost_usd")),
+            cost_usd=finite_number(final_metrics.get("total_cost_usd")),
             source="trajectory.final_metrics",
             output_tokens_placeholder=None if completion_total is None else False,
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 ToolCategory = Literal[
     "file_read",
@@ -28,16 +28,7 @@ ToolCategory = Literal[
 ]
 
 #: Every category an event can carry, in the contract's order.
-TOOL_CATEGORIES: Final[tuple[ToolCategory, ...]] = (
-    "file_read",
-    "file_search",
-    "code_search",
-    "symbol_navigation",
-    "commit_search",
-    "deep_search",
-    "file_write",
-    "other",
-)
+TOOL_CATEGORIES: Final[tuple[ToolCategory, ...]] = get_args(ToolCategory)
 
 #: Categories that count as retrieval (writes and ``other`` do not).
 RETRIEVAL_CATEGORIES: Final[frozenset[str]] = frozenset(TOOL_CATEGORIES) - {"file_write", "other"}

@@ -17,12 +17,12 @@ from retrieval_lib.events.document import write_document
 from retrieval_lib.metrics.stages import evaluate_documents, validate_metrics_record
 from retrieval_lib.metrics.summary import (
     IDENTITY_COLUMNS,
-    OUTCOME_COLUMNS,
+    TABLE_OUTCOME_COLUMNS,
     evaluate_run,
     find_events_roots,
-    metric_columns,
     metrics_table,
     summarize_run,
+    table_metric_columns,
     validate_summary,
 )
 
@@ -122,9 +122,9 @@ def records() -> list[dict[str, Any]]:
 def test_table_columns_and_values(records: list[dict[str, Any]]) -> None:
     table = metrics_table(records)
     assert list(table.columns[: len(IDENTITY_COLUMNS)]) == list(IDENTITY_COLUMNS)
-    assert list(table.columns[-len(OUTCOME_COLUMNS) - 1 : -1]) == list(OUTCOME_COLUMNS)
+    assert list(table.columns[-len(TABLE_OUTCOME_COLUMNS) - 1 : -1]) == list(TABLE_OUTCOME_COLUMNS)
     assert len(table) == 6
-    for column in metric_columns():
+    for column in table_metric_columns():
         assert table[column].dtype == np.float64, column
     assert table["file.AP"].tolist()[:3] == pytest.approx([0.5, 1 / 3, 0.0])
     assert math.isnan(table.loc[3, "file.AP"])  # no trace: NaN, not 0

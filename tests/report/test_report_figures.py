@@ -182,3 +182,76 @@ def test_wins_losses_title_counts_the_whole_table_and_says_what_is_drawn():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- kb compare
+
+
+def _kb_metrics() -> pd.DataFrame:
+    nan = float("nan")
+    return pd.DataFrame(
+        {
+            "delta": [0.2, 0.1, -0.05, nan],
+            "mean_paired_delta": [0.25, 0.0, nan, nan],
+            "ci_low": [0.1, 0.0, nan, nan],
+            "ci_high": [0.4, 0.0, nan, nan],
+            "wilcoxon_p": [0.0312, nan, nan, nan],
+        },
+        index=pd.Index(["hit_rate@1", "mrr@10", "refusal_rate", "cite\nrate"], name="metric"),
+    )
+
+
+def test_kb_metric_deltas_draw_each_kind_of_row_where_its_values_say():
+    import matplotlib.pyplot as plt
+
+    fig = figures.plot_kb_metric_deltas(_kb_metrics())
+    ax = fig.axes[0]
+    # top row first: hit_rate@1 at y=3 ... the metric without any value at y=0
+    ticks = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)}
+    assert ticks == {"hit_rate@1": 3, "mrr@10": 2, "refusal_rate": 1, "cite\\x0arate": 0}
+    # circles at the paired means, their bars from ci_low to ci_high
+    circles = [line for line in ax.lines if line.get_marker() == "o"]
+    assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in circles] == [(0.25, 3), (0.0, 2)]
+    bars = [c for c in ax.collections if len(c.get_segments()) == 1]
+    spans = sorted(tuple(c.get_segments()[0][:, 0]) for c in bars)
+    assert spans == [(0.0, 0.0), (0.1, 0.4)]
+    # the aggregate-only delta is a grey square at -0.05
+    squares = [line for line in ax.lines if line.get_marker() == "s"]
+    assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in squares] == [(-0.05, 1)]
+    notes = {t.get_text(): t.xy for t in ax.texts}
+    assert notes == {"p=0.031": (0.4, 3), "all deltas 0": (0.0, 2), "null": (0, 0)}
+    assert _size(figures.png(fig))[0] > 0
+    assert figures.plot_kb_metric_deltas(_kb_metrics().iloc[:0]) is None
+    plt.close("all")
+
+
+def test_kb_rank_changes_draw_a_line_per_ranked_query_and_every_outcome_count():
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    per_query = pd.DataFrame(
+        {
+            "criterion": ["chunk", "doc", "refusal", "chunk"],
+            "kind": ["Win", "Regression", "Win", "Draw"],
+            "a_hit_rank": [3, 1, None, None],
+            "b_hit_rank": [1, None, None, None],
+        }
+    )
+    counts = {"Win": 2, "Loss": 0, "Draw": 1, "Regression": 1}
+    fig = figures.plot_kb_rank_changes(per_query, counts, "run $a$", "run\nb", cutoff=10)
+    lines, bars = fig.axes
+    drawn = [line for line in lines.lines if len(line.get_xdata()) == 2]
+    # 3 ranked queries (the refusal is not ranked); a miss sits at 10 + 1.5; jitter (i % 7 - 3) * 0.06
+    ys = [tuple(np.round(line.get_ydata(), 6)) for line in drawn]
+    assert ys == [(2.82, 0.82), (0.88, 11.38), (11.44, 11.44)]
+    colours = [mcolors.to_hex(line.get_color()).upper() for line in drawn]
+    assert colours == ["#0072B2", "#D55E00", "#999999"]
+    assert lines.get_title() == "Rank change per query (n = 3)"
+    assert [t.get_text() for t in lines.get_xticklabels()] == ["A\nrun $a$", "B\nrun\\x0ab"]
+    assert lines.get_yticklabels()[-1].get_text() == "miss"
+    assert [p.get_height() for p in bars.patches] == [2, 0, 1, 1]
+    assert [t.get_text() for t in bars.texts] == ["2", "0", "1", "1"]
+    assert _size(figures.png(fig))[0] > 0
+    empty = per_query.iloc[:0]
+    assert figures.plot_kb_rank_changes(empty, dict.fromkeys(counts, 0), "a", "b") is None
+    plt.close("all")

@@ -14,9 +14,9 @@ import pytest
 papermill = pytest.importorskip("papermill")
 
 from retrieval_lib.report import tables  # noqa: E402
+from retrieval_lib.report.display import view  # noqa: E402
 from retrieval_lib.report.params import resolve_notebook  # noqa: E402
 from retrieval_lib.report.pipeline import example_run  # noqa: E402
-from retrieval_lib.report.table_view import view  # noqa: E402
 from retrieval_lib.stats.correlation import POOLED_GROUP  # noqa: E402
 from retrieval_lib.stats.impact import load_impact, run_impact  # noqa: E402
 
@@ -73,5 +73,5 @@ def test_notebook_shows_the_written_impact_document_and_writes_nothing(tmp_path)
         "p_value",
         "p_holm",
     ]
-    # as the notebook shows it (report.table_view: 3 decimals, no index column)
+    # as the notebook shows it (report.display: 3 decimals, no index column)
     assert repr(view(strongest[columns])) in text

@@ -60,7 +60,7 @@ from retrieval_lib.stats.columns import (
     OUTCOME_COLUMNS,
     SOURCE_COLUMNS,
     as_float,
-    metric_columns,
+    find_metric_columns,
     require_columns,
 )
 
@@ -554,7 +554,7 @@ def match_tasks(
                 f"{label} config {name!r} not in the table; configs: {', '.join(sorted(present))}"
             )
     if value_columns is None:
-        value_columns = [c for c in OUTCOME_COLUMNS if c in df.columns] + metric_columns(df)
+        value_columns = [c for c in OUTCOME_COLUMNS if c in df.columns] + find_metric_columns(df)
     value_columns = list(dict.fromkeys(value_columns))
     require_columns(df, value_columns, what="metrics table")
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from retrieval_lib.errors import StatisticsError
-from retrieval_lib.stats.columns import metric_columns
+from retrieval_lib.stats.columns import find_metric_columns
 from retrieval_lib.stats.correlation import (
     CORRELATION_COLUMNS,
     POOLED_GROUP,
@@ -269,7 +269,7 @@ def test_metric_columns_are_found_by_prefix_and_dtype():
             "files_read": [3, 4],
         }
     )
-    assert metric_columns(df) == ["file.P@5", "read.R@5", "util.read_overlap"]
+    assert find_metric_columns(df) == ["file.P@5", "read.R@5", "util.read_overlap"]
 
 
 def _table(n_per_config=8, seed=3):

@@ -201,6 +201,22 @@ def test_csv_keeps_version_text(tmp_path, table):
     assert set(read_metrics_table(path)["harness_version"]) == {"2.10"}
 
 
+def test_csv_keeps_every_text_column_of_the_writer_as_text(tmp_path):
+    # the identity and provenance columns metrics_table writes as text, listed by hand
+    text = [
+        "run_id", "config_name", "task_name", "trial_name", "benchmark", "model",
+        "harness_version", "harness_version_source", "harness_version_unknown_reason",
+        "non_computable_reason", "candidate_set_size_slice", "evidence_type",
+        "tokens_source", "cost_source",
+    ]  # fmt: skip
+    df = pd.DataFrame({c: ["007", "1.50"] for c in text} | {"file.AP": [0.5, 0.25]})
+    path = tmp_path / "retrieval_metrics.csv"
+    df.to_csv(path, index=False)
+    back = read_metrics_table(path)
+    assert {c: back[c].tolist() for c in text} == {c: ["007", "1.50"] for c in text}
+    assert back["file.AP"].tolist() == [0.5, 0.25]
+
+
 def test_missing_table_is_a_clear_error(tmp_path):
     (tmp_path / "run" / "retrieval_events").mkdir(parents=True)
     with pytest.raises(InputError, match="run `retrieval-lib evaluate"):
@@ -369,3 +385,12 @@ def test_load_impact_keeps_unknown_text_columns_as_written(tmp_path, table):
     loaded = load_impact(tmp_path).comparisons.set_index("metric")
     assert loaded.loc["reward", "note"] == "about reward"
     assert loaded.loc["reward", "mean_delta"] == pytest.approx(1.0 / 6)
+
+
+def test_impact_tables_are_the_tables_of_an_impact_result():
+    import dataclasses
+
+    from retrieval_lib.stats.impact import IMPACT_TABLES, ImpactResult
+
+    names = [f.name for f in dataclasses.fields(ImpactResult)]
+    assert names == [*IMPACT_TABLES, "params"]

@@ -1,4 +1,4 @@
-"""report.table_view: what a reader sees of a table (no index, blanks for missing, units)."""
+"""report.display: what a reader sees of a table (no index, blanks for missing, units)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.table_view import view
+from retrieval_lib.report.display import (
+    ci_text,
+    is_missing,
+    n_label,
+    number_text,
+    p_text,
+    view,
+)
 
 
 def test_a_default_index_is_dropped_and_missing_values_are_blank():
@@ -94,7 +101,7 @@ def test_explanations_always_wrap():
 
 
 def test_a_long_table_shows_its_first_rows_and_names_the_file_with_all():
-    from retrieval_lib.report.table_view import MAX_TABLE_ROWS
+    from retrieval_lib.report.display import MAX_TABLE_ROWS
 
     frame = pd.DataFrame({"task": [f"t{i}" for i in range(MAX_TABLE_ROWS + 7)]})
     shown = view(frame, source="tables/<pairing>.csv")
@@ -106,3 +113,27 @@ def test_a_long_table_shows_its_first_rows_and_names_the_file_with_all():
         "tables/&lt;pairing&gt;.csv beside the report"
     ) in page
     assert view(frame.head(MAX_TABLE_ROWS)).note is None  # at the bound: every row, no note
+
+
+# the one missing-value rule: every kind of missing, in every place a report shows a value
+_MISSING = [None, math.nan, np.float32("nan"), pd.NA, pd.NaT, np.datetime64("NaT")]
+
+
+def test_every_kind_of_missing_is_missing_and_nothing_else_is():
+    assert [is_missing(v) for v in _MISSING] == [True] * len(_MISSING)
+    values = [0, 0.0, -0.0, "", "nan", "None", False, pd.Timestamp(0), np.float32(1.5)]
+    assert [is_missing(v) for v in values] == [False] * len(values)
+
+
+def test_every_kind_of_missing_shows_empty_in_text_and_tables():
+    for value in _MISSING:
+        assert number_text(value) == ""
+        assert p_text(value) == ""
+        assert n_label(value) == ""
+        assert ci_text(value, 0.1, 0.9, n=3) == "n=3"
+        assert ci_text(0.5, value, 0.9, digits=1) == "0.5"
+    # a column of each kind (object columns keep NaT, np.float32 NaN as they are)
+    frame = pd.DataFrame({"v": pd.Series(_MISSING, dtype=object)})
+    assert view(frame).cells == [[""]] * len(_MISSING)
+    when = pd.DataFrame({"t": pd.to_datetime(["2026-01-01", None])})
+    assert view(when).cells == [["2026-01-01 00:00:00"], [""]]
