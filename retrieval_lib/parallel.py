@@ -14,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
@@ -27,6 +28,8 @@ from typing import Any, TypeVar
 
 __all__ = [
     "InlineExecutor",
+    "Mapper",
+    "pool_mapper",
     "die_with_parent",
     "executor_for",
     "imap_unordered",
@@ -207,3 +210,97 @@ def imap_unordered(
 def executor_for(workers: int) -> Executor:
     """:func:`process_pool` of ``workers`` processes, or :class:`InlineExecutor` for one."""
     return process_pool(workers) if workers > 1 else InlineExecutor()
+
+
+class Mapper:
+    """Where many runs' work runs: an executor, items per task, tasks in flight.
+
+    The process pool (:func:`pool_mapper`) and a Dask cluster
+    (:class:`~retrieval_lib.distributed.DaskMapper`) are both one of these, so
+    :mod:`retrieval_lib.run_many` has one way to run work on either.
+
+    Parameters
+    ----------
+    executor
+        A ``concurrent.futures``-style executor.
+    window
+        Tasks in flight at once (a callable is asked again before each refill).
+    batch_size
+        Items per task unless a call says otherwise (default: :attr:`default_batch`).
+    progress
+        Show progress bars on stderr.
+    """
+
+    #: Items per task when neither the mapper nor the call says.
+    default_batch = 8
+    #: Whether a large run's evaluation is split over several tasks (the records of its
+    #: documents then stay where they were computed): only a Dask cluster can.
+    splits_runs = False
+
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        window: int | Callable[[], int],
+        batch_size: int | None = None,
+        progress: bool = False,
+    ):
+        self.executor = executor
+        self.window = window
+        self.batch_size = batch_size
+        self.progress = progress
+        #: Tasks submitted by the last map (for tests and benchmarks).
+        self.last_tasks = 0
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """One task: ``fn(*args)`` on the executor."""
+        return self.executor.submit(fn, *args)
+
+    def imap_batches(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        batch_size: int | None = None,
+        on_error: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[tuple[list[Any], list[Any]]]:
+        """:func:`windowed_map` on this mapper's executor and window; ``batch_size``
+        items per task (default: the mapper's)."""
+        size = batch_size or self.batch_size or self.default_batch
+        drawn = 0
+
+        def counted() -> Iterator[Any]:
+            nonlocal drawn
+            for item in items:
+                drawn += 1
+                yield item
+
+        self.last_tasks = 0
+        for batch, results in windowed_map(
+            self.executor, fn, counted(), chunksize=size, window=self.window, on_error=on_error
+        ):
+            self.last_tasks = -(-drawn // size)
+            yield batch, results
+
+    def imap_unordered(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        batch_size: int | None = None,
+        on_error: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(item, fn(item))`` for every item, in the order their tasks complete
+        (see :meth:`imap_batches`)."""
+        for batch, results in self.imap_batches(
+            fn, items, batch_size=batch_size, on_error=on_error
+        ):
+            yield from zip(batch, results, strict=True)
+
+
+@contextlib.contextmanager
+def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
+    """A :class:`Mapper` on :func:`executor_for` ``workers`` (in process for one), at most
+    ``4 * workers`` tasks in flight; the pool is shut down on exit."""
+    with executor_for(workers) as executor:
+        yield Mapper(executor, window=4 * workers if workers > 1 else 1, progress=progress)
