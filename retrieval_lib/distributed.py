@@ -236,10 +236,10 @@ def evaluate_split(
     from retrieval_lib.completion import remove_orphaned_temporaries
     from retrieval_lib.metrics.stages import normalize_k
     from retrieval_lib.metrics.summary import evaluate_document_files
-    from retrieval_lib.run_many import EVALUATE_BATCH
+    from retrieval_lib.run_many import EVALUATE_BATCH, run_documents
 
     started = time.perf_counter()
-    events_dir, doc_paths = _run_documents(path)
+    events_dir, doc_paths = run_documents(path)
     size = mapper.batch_size or EVALUATE_BATCH
     client = mapper.client
     spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
@@ -282,22 +282,3 @@ def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> 
 
     outcomes = [outcome for part in parts for outcome in part]
     return write_run_outputs(events_dir, doc_paths, outcomes).without_paths()
-
-
-def _run_documents(path: str | Path) -> tuple[Path, list[Path]]:
-    """The absolute events folder of ``path`` and its documents (workers may run in
-    another working directory)."""
-    from retrieval_lib.completion import begin_evaluate
-    from retrieval_lib.errors import InputError
-    from retrieval_lib.events.document import find_documents
-    from retrieval_lib.metrics.stages import EVENTS_SUFFIX
-    from retrieval_lib.metrics.summary import _events_dir
-
-    events_dir = _events_dir(Path(path)).resolve()
-    begin_evaluate(events_dir)  # refuses an incomplete normalisation
-    doc_paths = find_documents([events_dir])
-    if not doc_paths:
-        raise InputError(
-            f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
-        )
-    return events_dir, doc_paths

@@ -25,14 +25,13 @@ Examples
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.metrics.summary import EvaluateResult
@@ -45,6 +44,7 @@ __all__ = [
     "evaluate_one",
     "task_failure",
     "normalize_many",
+    "run_documents",
 ]
 
 #: A run of at most this many trials (or the mapper's ``batch_size``) is one task.
@@ -75,7 +75,7 @@ def task_failure(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- evaluate
 
 
-def evaluate_one(events_dir: str | os.PathLike[str], ks: Sequence[int]) -> EvaluateResult | str:
+def evaluate_one(events_dir: str | Path, ks: Sequence[int]) -> EvaluateResult | str:
     """In a task: :func:`~retrieval_lib.metrics.summary.evaluate_run` of one run,
     without its list of metrics files; the reason it failed if it did (a string: any
     executor can send it back)."""
@@ -98,9 +98,15 @@ def _outcome(result: EvaluateResult | str) -> Evaluation:
     return InputError(result) if isinstance(result, str) else result
 
 
-def _run_size(path: str | Path) -> tuple[Path, int]:
-    """The absolute events folder of ``path`` and its number of documents (a task may
-    run in another working directory)."""
+def run_documents(path: str | Path) -> tuple[Path, list[Path]]:
+    """The absolute events folder of ``path`` and its documents (a task may run in
+    another working directory).
+
+    Raises
+    ------
+    InputError
+        Not a folder, an incomplete normalisation, or no document.
+    """
     from retrieval_lib.completion import begin_evaluate
     from retrieval_lib.events.document import find_documents
     from retrieval_lib.metrics.stages import EVENTS_SUFFIX
@@ -108,12 +114,12 @@ def _run_size(path: str | Path) -> tuple[Path, int]:
 
     events_dir = _events_dir(Path(path)).resolve()
     begin_evaluate(events_dir)  # refuses an incomplete normalisation
-    documents = len(find_documents([events_dir]))
-    if not documents:
+    doc_paths = find_documents([events_dir])
+    if not doc_paths:
         raise InputError(
             f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
         )
-    return events_dir, documents
+    return events_dir, doc_paths
 
 
 def evaluate_many(
@@ -142,10 +148,11 @@ def evaluate_many(
             whole.append((i, Path(path), 0))
             continue
         try:
-            events_dir, documents = _run_size(path)
+            events_dir, doc_paths = run_documents(path)
         except RetrievalLibError as exc:
             ready[i] = exc
             continue
+        documents = len(doc_paths)
         if documents > size:
             split.append(i)
         else:
@@ -184,11 +191,11 @@ def _evaluate_item(item: tuple[int, Path, int], ks: Sequence[int]) -> EvaluateRe
 
 
 def _evaluate_split(path: str | Path, ks: Sequence[int], mapper: Mapper, bar: Any) -> Evaluation:
-    from retrieval_lib.distributed import evaluate_split
+    from retrieval_lib.distributed import DaskMapper, evaluate_split
 
     update = bar.update if bar is not None else None
-    try:
-        return evaluate_split(path, ks, mapper=mapper, on_done=update)
+    try:  # only a DaskMapper splits runs
+        return evaluate_split(path, ks, mapper=cast(DaskMapper, mapper), on_done=update)
     except RetrievalLibError as exc:
         return exc
 
@@ -198,10 +205,10 @@ def _evaluate_split(path: str | Path, ks: Sequence[int], mapper: Mapper, bar: An
 
 def normalize_many(
     paths: Iterable[str | Path],
-    tasks_root: str | os.PathLike[str] | None,
+    tasks_root: str | Path | None,
     *,
     mapper: Mapper,
-    out: str | os.PathLike[str] | None = None,
+    out: str | Path | None = None,
     k: Sequence[int] | None = None,
     progress: bool = False,
 ) -> tuple[Any, dict[Path, Evaluation]]:
@@ -257,7 +264,7 @@ def normalize_many(
 
 
 def _runs_by_size(
-    paths: Iterable[str | Path], out: str | os.PathLike[str] | None, limit: int, left_out: Any
+    paths: Iterable[str | Path], out: str | Path | None, limit: int, left_out: Any
 ) -> tuple[list[Path], list[tuple[Path, int]], list[Path]]:
     """Every run under ``paths``, then those of at most ``limit`` trials with their trial
     counts, and the larger ones (entries skipped on the way go to ``left_out``)."""
