@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from retrieval_lib.parallel import Mapper
+from retrieval_lib.parallel import Mapper, task_failure
 
 if TYPE_CHECKING:
     from retrieval_lib.metrics.summary import EvaluateResult
@@ -89,7 +89,7 @@ class DaskSpec:
     """Where to run: a running scheduler's address, or a LocalCluster of ``workers``.
 
     ``batch_size`` is the number of trials (documents) per Dask task (default:
-    :data:`MAX_BATCH` trials, :data:`~retrieval_lib.run_many.EVALUATE_BATCH` documents).
+    :data:`MAX_BATCH` trials, ``run_many.EVALUATE_BATCH`` documents).
     """
 
     scheduler: str | None = None
@@ -216,35 +216,35 @@ def dask_mapper(spec: DaskSpec, *, progress: bool = False) -> Iterator[DaskMappe
 
 
 def evaluate_split(
-    path: str | Path,
-    k: Sequence[int],
+    events_dir: Path,
+    doc_paths: Sequence[Path],
+    ks: Sequence[int],
     *,
     mapper: DaskMapper,
+    size: int,
     on_done: Callable[[int], Any] | None = None,
 ) -> EvaluateResult:
-    """:func:`~retrieval_lib.metrics.summary.evaluate_run` of one run, split over the
-    cluster of ``mapper``, a batch of documents per task.
+    """:func:`~retrieval_lib.metrics.summary.evaluate_run` of the documents
+    ``doc_paths`` of ``events_dir`` (both absolute), split over the cluster of
+    ``mapper``, ``size`` documents per task.
 
     Each task evaluates a batch of documents and writes their metrics files; their
     summary records go, worker to worker, to one last task that writes the run summary
     and the metrics table. The driver receives only the result, without its list of
     metrics files. A batch whose task Dask gave up on counts its documents as failed,
-    with the cause.
+    with the cause. Called by :func:`retrieval_lib.run_many.evaluate_many` for a run of
+    more than ``size`` documents.
     """
     from distributed import as_completed
 
     from retrieval_lib.completion import remove_orphaned_temporaries
-    from retrieval_lib.metrics.stages import normalize_k
     from retrieval_lib.metrics.summary import evaluate_document_files
-    from retrieval_lib.run_many import EVALUATE_BATCH, run_documents
 
     started = time.perf_counter()
-    events_dir, doc_paths = run_documents(path)
-    size = mapper.batch_size or EVALUATE_BATCH
     client = mapper.client
     spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
     mapper.last_tasks = len(spans)
-    fn = functools.partial(evaluate_document_files, ks=normalize_k(k))
+    fn = functools.partial(evaluate_document_files, ks=tuple(ks))
     futures = [client.submit(fn, doc_paths[a:b], pure=False) for a, b in spans]
     try:
         span_of = {future.key: span for future, span in zip(futures, spans, strict=True)}
@@ -271,8 +271,6 @@ def evaluate_split(
 
 
 def _failed_evaluation(doc_path: Any, exc: BaseException) -> tuple[None, str]:
-    from retrieval_lib.run_many import task_failure
-
     return None, task_failure(exc)
 
 

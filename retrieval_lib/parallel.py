@@ -35,6 +35,7 @@ __all__ = [
     "imap_unordered",
     "process_pool",
     "run_chunk",
+    "task_failure",
     "windowed_map",
 ]
 
@@ -114,6 +115,18 @@ class InlineExecutor(Executor):
         except BaseException as exc:  # handed over as a pool hands a worker's exception
             future.set_exception(exc)
         return future
+
+
+def task_failure(exc: BaseException) -> str:
+    """Why a task the executor gave up on failed (e.g. a pool whose worker died, Dask's
+    ``KilledWorker``): the cause each of its items is reported with.
+
+    Examples
+    --------
+    >>> task_failure(RuntimeError("worker lost"))
+    'task failed: RuntimeError: worker lost'
+    """
+    return f"task failed: {type(exc).__name__}: {exc}"
 
 
 def run_chunk(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:

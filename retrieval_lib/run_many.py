@@ -35,14 +35,13 @@ from typing import Any, cast
 
 from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.metrics.summary import EvaluateResult
-from retrieval_lib.parallel import Mapper
+from retrieval_lib.parallel import Mapper, task_failure
 
 __all__ = [
     "EVALUATE_BATCH",
     "WHOLE_RUN_TRIALS",
     "evaluate_many",
     "evaluate_one",
-    "task_failure",
     "normalize_many",
     "run_documents",
 ]
@@ -59,17 +58,6 @@ Evaluation = EvaluateResult | RetrievalLibError
 
 def _evaluate_batch(mapper: Mapper) -> int:
     return mapper.batch_size or EVALUATE_BATCH
-
-
-def task_failure(exc: BaseException) -> str:
-    """Why a task the executor gave up on failed (e.g. Dask's ``KilledWorker``).
-
-    Examples
-    --------
-    >>> task_failure(RuntimeError("worker lost"))
-    'task failed: RuntimeError: worker lost'
-    """
-    return f"task failed: {type(exc).__name__}: {exc}"
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -194,8 +182,17 @@ def _evaluate_split(path: str | Path, ks: Sequence[int], mapper: Mapper, bar: An
     from retrieval_lib.distributed import DaskMapper, evaluate_split
 
     update = bar.update if bar is not None else None
-    try:  # only a DaskMapper splits runs
-        return evaluate_split(path, ks, mapper=cast(DaskMapper, mapper), on_done=update)
+    try:
+        events_dir, doc_paths = run_documents(path)
+        # only a DaskMapper splits runs
+        return evaluate_split(
+            events_dir,
+            doc_paths,
+            ks,
+            mapper=cast(DaskMapper, mapper),
+            size=_evaluate_batch(mapper),
+            on_done=update,
+        )
     except RetrievalLibError as exc:
         return exc
 

@@ -25,10 +25,10 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from retrieval_lib.distributed import DaskMapper, evaluate_split  # noqa: E402
+from retrieval_lib.distributed import DaskMapper  # noqa: E402
 from retrieval_lib.metrics.summary import evaluate_run  # noqa: E402
 from retrieval_lib.normalize import normalize_paths  # noqa: E402
-from retrieval_lib.run_many import normalize_many  # noqa: E402
+from retrieval_lib.run_many import evaluate_many, normalize_many  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "csb"
@@ -103,7 +103,7 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
 
     mapper = DaskMapper(client, batch_size=3)
     for run in sorted((tmp_path / "dask").iterdir()):
-        result = evaluate_split(run, (1, 3, 5, 10), mapper=mapper)
+        (result,) = evaluate_many([run], (1, 3, 5, 10), mapper=mapper)  # split in 3s
         assert result.documents == len(list(run.rglob("*.retrieval_events.json")))
         assert mapper.last_tasks == -(-result.documents // 3)
         # the run summary and table were written by a worker: no record, no list of
