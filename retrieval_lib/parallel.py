@@ -242,6 +242,14 @@ class Mapper:
         Items per task unless a call says otherwise (default: :attr:`default_batch`).
     progress
         Show progress bars on stderr.
+
+    Examples
+    --------
+    >>> with pool_mapper(1) as mapper:
+    ...     sorted(mapper.imap_unordered(abs, [-2, 1], batch_size=1))
+    [(-2, 2), (1, 1)]
+    >>> mapper.last_tasks
+    2
     """
 
     #: Items per task when neither the mapper nor the call says.
@@ -314,6 +322,13 @@ class Mapper:
 @contextlib.contextmanager
 def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
     """A :class:`Mapper` on :func:`executor_for` ``workers`` (in process for one), at most
-    ``4 * workers`` tasks in flight; the pool is shut down on exit."""
+    ``4 * workers`` tasks in flight; the pool is shut down on exit.
+
+    Examples
+    --------
+    >>> with pool_mapper(2) as mapper:
+    ...     sorted(result for _, result in mapper.imap_unordered(abs, range(-3, 0)))
+    [1, 2, 3]
+    """
     with executor_for(workers) as executor:
         yield Mapper(executor, window=4 * workers if workers > 1 else 1, progress=progress)
