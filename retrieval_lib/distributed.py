@@ -7,7 +7,7 @@ so the rest of the package and the CLI never load it unless ``--scheduler`` or
 What is here: the cluster (:class:`DaskSpec`, :func:`dask_client`: a running scheduler
 or a LocalCluster of ours), :class:`DaskMapper` (a :class:`~retrieval_lib.parallel.Mapper`
 on the client's ``concurrent.futures`` executor, its window following the cluster's
-workers) and :func:`evaluate_split`, a large run's evaluation split over tasks whose
+workers) and :func:`evaluate_split_runs`, large runs' evaluations split over tasks whose
 summary records go worker to worker to the task that writes the run summary and table.
 What runs where, and the small-run/large-run rule, are those of the process pool:
 :mod:`retrieval_lib.run_many`.
@@ -45,7 +45,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,7 +60,7 @@ __all__ = [
     "DaskSpec",
     "dask_client",
     "dask_mapper",
-    "evaluate_split",
+    "evaluate_split_runs",
 ]
 
 #: Trials per task unless told: enough to amortise the scheduler's per-task cost
@@ -215,59 +215,136 @@ def dask_mapper(spec: DaskSpec, *, progress: bool = False) -> Iterator[DaskMappe
 # --------------------------------------------------------------------------- split runs
 
 
-def evaluate_split(
-    events_dir: Path,
-    doc_paths: Sequence[Path],
+#: Large runs whose split evaluations are in flight at once (:func:`evaluate_split_runs`).
+CONCURRENT_RUNS = 4
+
+
+@dataclass
+class _SplitRun:
+    """One run's evaluation in flight: its batches' futures, then its last task."""
+
+    key: Any
+    events_dir: Path
+    doc_paths: Sequence[Path]
+    spans: list[tuple[int, int]]
+    futures: list[Any]
+    span_of: dict[str, tuple[int, int]]
+    started: float
+    errors: dict[str, BaseException]
+    left: int
+    finish: Any = None
+
+
+def evaluate_split_runs(
+    runs: Iterable[tuple[Any, Path, Sequence[Path]]],
     ks: Sequence[int],
     *,
     mapper: DaskMapper,
     size: int,
     on_done: Callable[[int], Any] | None = None,
-) -> EvaluateResult:
-    """:func:`~retrieval_lib.metrics.summary.evaluate_run` of the documents
-    ``doc_paths`` of ``events_dir`` (both absolute), split over the cluster of
-    ``mapper``, ``size`` documents per task.
+) -> Iterator[tuple[Any, EvaluateResult | str]]:
+    """:func:`~retrieval_lib.metrics.summary.evaluate_run` of each ``(key, events_dir,
+    doc_paths)`` (absolute paths), split over the cluster of ``mapper``, ``size``
+    documents per task; yields ``(key, result)`` as runs end (a string: why the run
+    failed).
 
     Each task evaluates a batch of documents and writes their metrics files; their
-    summary records go, worker to worker, to one last task that writes the run summary
-    and the metrics table. The driver receives only the result, without its list of
+    summary records stay on the workers and go, worker to worker, to one last task per
+    run that writes the run summary and the metrics table: byte for byte what
+    ``evaluate_run`` writes. The driver receives only the result, without its list of
     metrics files. A batch whose task Dask gave up on counts its documents as failed,
-    with the cause. Called by :func:`retrieval_lib.run_many.evaluate_many` for a run of
-    more than ``size`` documents.
+    with the cause. At most :data:`CONCURRENT_RUNS` runs are in flight (their records
+    held by the workers), drawn from ``runs`` as others end. Called by
+    :func:`retrieval_lib.run_many.evaluate_many` for runs of more than ``size``
+    documents.
     """
     from distributed import as_completed
 
     from retrieval_lib.completion import remove_orphaned_temporaries
+    from retrieval_lib.errors import RetrievalLibError
     from retrieval_lib.metrics.summary import evaluate_document_files
 
-    started = time.perf_counter()
     client = mapper.client
-    spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
-    mapper.last_tasks = len(spans)
     fn = functools.partial(evaluate_document_files, ks=tuple(ks))
-    futures = [client.submit(fn, doc_paths[a:b], pure=False) for a, b in spans]
-    try:
-        span_of = {future.key: span for future, span in zip(futures, spans, strict=True)}
-        errors: dict[str, BaseException] = {}
-        for future in as_completed(futures):
-            if future.status == "error":
-                errors[future.key] = future.exception()
-            if on_done is not None:
-                a, b = span_of[future.key]
-                on_done(b - a)
+    stream = iter(runs)
+    open_runs: dict[Any, _SplitRun] = {}
+    owner: dict[str, _SplitRun] = {}  # future key -> its run
+    completed = as_completed()
+    mapper.last_tasks = 0
+
+    def start() -> None:
+        while len(open_runs) < CONCURRENT_RUNS:
+            entry = next(stream, None)
+            if entry is None:
+                return
+            key, events_dir, doc_paths = entry
+            spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
+            futures = [client.submit(fn, doc_paths[a:b], pure=False) for a, b in spans]
+            mapper.last_tasks += len(futures)
+            span_of = {f.key: span for f, span in zip(futures, spans, strict=True)}
+            run = _SplitRun(
+                key,
+                events_dir,
+                doc_paths,
+                spans,
+                futures,
+                span_of,
+                time.perf_counter(),
+                {},
+                len(spans),
+            )
+            open_runs[key] = run
+            for future in futures:
+                owner[future.key] = run
+                completed.add(future)
+
+    def finish(run: _SplitRun) -> None:
         # the records stay on the workers: the failed batches are replaced in the driver
         parts = [
-            [_failed_evaluation(p, errors[f.key]) for p in doc_paths[a:b]] if f.key in errors else f
-            for f, (a, b) in zip(futures, spans, strict=True)
+            [_failed_evaluation(p, run.errors[f.key]) for p in run.doc_paths[a:b]]
+            if f.key in run.errors
+            else f
+            for f, (a, b) in zip(run.futures, run.spans, strict=True)
         ]
-        finish = client.submit(_write_outputs, events_dir, doc_paths, *parts, pure=False)
-        result: EvaluateResult = finish.result()
-        finish.release()
+        run.finish = client.submit(
+            _write_outputs, run.events_dir, run.doc_paths, *parts, pure=False
+        )
+        owner[run.finish.key] = run
+        completed.add(run.finish)
+
+    try:
+        start()
+        for future in completed:
+            run = owner.pop(future.key)
+            if run.finish is None or future.key != run.finish.key:
+                if future.status == "error":
+                    run.errors[future.key] = future.exception()
+                if on_done is not None:
+                    a, b = run.span_of[future.key]
+                    on_done(b - a)
+                run.left -= 1
+                if run.left == 0:
+                    finish(run)
+                continue
+            del open_runs[run.key]
+            try:
+                result: EvaluateResult | str = future.result()
+            except Exception as exc:  # e.g. KilledWorker: this run failed, the others go on
+                result = str(exc) if isinstance(exc, RetrievalLibError) else task_failure(exc)
+            finally:
+                future.release()
+                for part in run.futures:
+                    part.release()
+            if not isinstance(result, str):
+                remove_orphaned_temporaries([result.events_dir])
+                result = replace(result, seconds=time.perf_counter() - run.started)
+            start()
+            yield run.key, result
     finally:
-        for future in futures:
-            future.release()
-    remove_orphaned_temporaries([result.events_dir])
-    return replace(result, seconds=time.perf_counter() - started)
+        for run in open_runs.values():
+            for future in [*run.futures, run.finish]:
+                if future is not None:
+                    future.cancel()
 
 
 def _failed_evaluation(doc_path: Any, exc: BaseException) -> tuple[None, str]:

@@ -118,7 +118,7 @@ def evaluate_many(
 
     The runs go through the mapper's window, one task each; on a mapper that
     :attr:`~retrieval_lib.parallel.Mapper.splits_runs`, a run of more documents than a
-    batch is split instead, after the others. The files are those
+    batch is split instead, after the others (a few such runs at a time). The files are those
     :func:`~retrieval_lib.metrics.summary.evaluate_run` writes.
     """
     from retrieval_lib.completion import remove_orphaned_temporaries
@@ -161,8 +161,8 @@ def evaluate_many(
             while next_out in ready:
                 yield ready.pop(next_out)
                 next_out += 1
-        for i in split:
-            ready[i] = _evaluate_split(paths[i], ks, mapper, bar)
+        for i, result in _evaluate_split(paths, split, ks, mapper, bar, ready) if split else ():
+            ready[i] = _outcome(result)
             while next_out in ready:
                 yield ready.pop(next_out)
                 next_out += 1
@@ -178,23 +178,32 @@ def _evaluate_item(item: tuple[int, Path, int], ks: Sequence[int]) -> EvaluateRe
     return evaluate_one(item[1], ks)
 
 
-def _evaluate_split(path: str | Path, ks: Sequence[int], mapper: Mapper, bar: Any) -> Evaluation:
-    from retrieval_lib.distributed import DaskMapper, evaluate_split
+def _evaluate_split(
+    paths: Sequence[str | Path],
+    split: Sequence[int],
+    ks: Sequence[int],
+    mapper: Mapper,
+    bar: Any,
+    ready: dict[int, Evaluation],
+) -> Iterator[tuple[int, EvaluateResult | str]]:
+    """The runs ``split`` (indices into ``paths``), each split over the cluster; a run
+    whose documents cannot be listed any more goes to ``ready`` with its error."""
+    from retrieval_lib.distributed import DaskMapper, evaluate_split_runs
 
-    update = bar.update if bar is not None else None
-    try:
-        events_dir, doc_paths = run_documents(path)
-        # only a DaskMapper splits runs
-        return evaluate_split(
-            events_dir,
-            doc_paths,
-            ks,
-            mapper=cast(DaskMapper, mapper),
-            size=_evaluate_batch(mapper),
-            on_done=update,
-        )
-    except RetrievalLibError as exc:
-        return exc
+    def runs() -> Iterator[tuple[int, Path, list[Path]]]:
+        for i in split:
+            try:
+                yield (i, *run_documents(paths[i]))
+            except RetrievalLibError as exc:
+                ready[i] = exc
+
+    return evaluate_split_runs(
+        runs(),
+        ks,
+        mapper=cast(DaskMapper, mapper),  # only a DaskMapper splits runs
+        size=_evaluate_batch(mapper),
+        on_done=bar.update if bar is not None else None,
+    )
 
 
 # --------------------------------------------------------------------------- normalise

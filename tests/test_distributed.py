@@ -102,10 +102,15 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
     assert len(pickle.dumps(report)) < 2_000
 
     mapper = DaskMapper(client, batch_size=3)
-    for run in sorted((tmp_path / "dask").iterdir()):
-        (result,) = evaluate_many([run], (1, 3, 5, 10), mapper=mapper)  # split in 3s
-        assert result.documents == len(list(run.rglob("*.retrieval_events.json")))
-        assert mapper.last_tasks == -(-result.documents // 3)
+    run_dirs = sorted((tmp_path / "dask").iterdir())
+    documents = [len(list(run.rglob("*.retrieval_events.json"))) for run in run_dirs]
+    # every run split in tasks of 3 documents, the runs in flight together, the results
+    # in the order given
+    results = list(evaluate_many(run_dirs, (1, 3, 5, 10), mapper=mapper))
+    assert [r.documents for r in results] == documents and len(documents) > 1
+    assert [r.events_dir.parent.name for r in results] == [run.name for run in run_dirs]
+    assert mapper.last_tasks == sum(-(-n // 3) for n in documents)
+    for result in results:
         # the run summary and table were written by a worker: no record, no list of
         # metrics files came back, only their number
         assert not hasattr(result, "records") and result.metrics_paths == []
