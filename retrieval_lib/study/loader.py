@@ -281,7 +281,7 @@ def prepare_runs(
     InputError
         A path does not exist, or holds neither runs nor evaluated outputs.
     """
-    from retrieval_lib.metrics.summary import find_events_roots
+    from retrieval_lib.metrics.summary import EvaluateResult, find_events_roots
     from retrieval_lib.normalize import check_tasks_root
     from retrieval_lib.runs import LeftOut, discover_runs
 
@@ -332,18 +332,22 @@ def prepare_runs(
     if stale:
         from retrieval_lib.completion import set_inputs_fingerprint
 
-        report, outcomes = _normalize_and_evaluate(
-            stale, _path(tasks_root), out_root, k, workers, map_fn
+        report, evaluated = _normalize_and_evaluate(
+            [run for run, _, _ in stale], _path(tasks_root), out_root, k, workers, map_fn
         )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
         left_out.update(report.left_out)
-        for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
-            if isinstance(outcome, str):
-                prepared.evaluate_failures.append((run.name, outcome))
-                say(f"evaluate {run.name} failed: {outcome}")
+        for run, events_dir, fingerprint in stale:
+            outcome = evaluated.get(run.resolve())
+            if not isinstance(outcome, EvaluateResult):  # no document, or the error
+                why = NO_DOCUMENT if outcome is None else str(outcome)
+                prepared.evaluate_failures.append((run.name, why))
+                say(f"evaluate {run.name} failed: {why}")
                 continue
-            say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
+            say(
+                f"evaluated {run.name}: {outcome.documents} documents, {outcome.computable} computable"
+            )
             # last: the completion record (normalize and evaluate wrote theirs) names the
             # inputs, so the run is reused next time while they and its files are unchanged
             set_inputs_fingerprint(events_dir, fingerprint)
@@ -363,33 +367,21 @@ NO_DOCUMENT = "no document was written"
 
 
 def _normalize_and_evaluate(
-    stale: Sequence[tuple[Path, Path, str]],
+    runs: Sequence[Path],
     tasks_root: Path | None,
     out_root: Path | None,
     k: Sequence[int],
     workers: int,
     map_fn: Any,
-) -> tuple[Any, list[tuple[int, int] | str]]:
-    """Normalise and evaluate the stale runs (:func:`retrieval_lib.run_many.normalize_many`
-    on ``map_fn``, else on ``workers`` processes), each run evaluated as soon as it is
-    normalised; ``(documents, computable)`` or why it failed, in the order of ``stale``."""
+) -> tuple[Any, dict[Path, Any]]:
+    """:func:`retrieval_lib.run_many.normalize_many` of the stale runs on ``map_fn``, else
+    on ``workers`` processes: each run evaluated as soon as it is normalised."""
     from retrieval_lib.parallel import pool_mapper
     from retrieval_lib.run_many import normalize_many
 
-    runs = [run for run, _, _ in stale]
     with contextlib.ExitStack() as stack:
         mapper = map_fn if map_fn is not None else stack.enter_context(pool_mapper(workers))
-        report, results = normalize_many(runs, tasks_root, mapper=mapper, out=out_root, k=k)
-    outcomes: list[tuple[int, int] | str] = []
-    for run in runs:
-        result = results.get(run.resolve())
-        if result is None:
-            outcomes.append(NO_DOCUMENT)
-        elif isinstance(result, Exception):
-            outcomes.append(str(result))
-        else:
-            outcomes.append((result.documents, result.computable))
-    return report, outcomes
+        return normalize_many(runs, tasks_root, mapper=mapper, out=out_root, k=k)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
