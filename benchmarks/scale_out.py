@@ -9,7 +9,7 @@ as ``retrieval-lib study`` does) in its own subprocess, one after the other:
 
 | method | what runs |
 |---|---|
-| `pool-N` | ``workers=N``: a process pool over trials (in process for N = 1), runs evaluated N at a time |
+| `pool-N` | ``workers=N``: a process pool (in process for N = 1) under the same rule as Dask (``run_many``): a run of ≤ 128 trials normalised and evaluated by one task |
 | `dask-N` | ``--dask-workers N``: a LocalCluster of N one-thread worker processes |
 
 Reported per method: wall seconds of ``prepare_runs`` (process and cluster start-up

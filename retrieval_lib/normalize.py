@@ -75,6 +75,7 @@ __all__ = [
     "NormalizeReport",
     "TrialOutput",
     "build_document",
+    "check_tasks_root",
     "normalize_paths",
     "normalize_run",
     "normalize_trial",
@@ -636,6 +637,21 @@ def output_root(run_dir: Path, out: str | Path | None) -> Path:
     return safe_join(out, run_dir.name, EVENTS_DIRNAME)
 
 
+def check_tasks_root(tasks_root: str | os.PathLike[str] | None) -> None:
+    """Refuse a ``--tasks-root`` that is not a folder (``None``: no ground truth).
+
+    Examples
+    --------
+    >>> check_tasks_root(None)
+    >>> check_tasks_root("/no/such/folder")
+    Traceback (most recent call last):
+    ...
+    retrieval_lib.errors.InputError: --tasks-root /no/such/folder is not a folder
+    """
+    if tasks_root is not None and not Path(tasks_root).is_dir():
+        raise InputError(f"--tasks-root {tasks_root} is not a folder")
+
+
 def normalize_paths(
     paths: Iterable[str | Path],
     tasks_root: str | Path | None,
@@ -660,15 +676,14 @@ def normalize_paths(
     while the next runs are normalised.
     """
     start = time.perf_counter()
-    if tasks_root is not None and not Path(tasks_root).is_dir():
-        raise InputError(f"--tasks-root {tasks_root} is not a folder")
+    check_tasks_root(tasks_root)
     left_out = LeftOut()
     runs = find_input_runs(paths, out, left_out)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
-    if root is not None and map_fn is None:
-        # the index the trials use (built once here; pool workers inherit it): a suite or
-        # task folder it had to skip is named with the run's own entries
+    if root is not None:
+        # the index the trials use (built once here; forked workers inherit it): a suite
+        # or task folder it had to skip is named with the run's own entries
         index = _task_index(root)
         if index is not None:
             left_out.update(index.left_out.entries())

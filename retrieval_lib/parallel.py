@@ -1,4 +1,5 @@
-"""A bounded, unordered parallel map over a stream of jobs: in process or a process pool.
+"""A bounded, unordered parallel map over a stream of jobs, on any ``concurrent.futures``
+executor: in process, a process pool whose workers die with the driver, or Dask's.
 
 The jobs are drawn from their iterator only as workers free up (at most ``window`` chunks
 in flight), so a caller that plans its jobs lazily, one run at a time, keeps only the
@@ -13,17 +14,30 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from itertools import chain, islice
 from typing import Any, TypeVar
 
-__all__ = ["die_with_parent", "imap_unordered", "process_pool", "run_chunk"]
+__all__ = [
+    "InlineExecutor",
+    "Mapper",
+    "pool_mapper",
+    "die_with_parent",
+    "executor_for",
+    "imap_unordered",
+    "process_pool",
+    "run_chunk",
+    "task_failure",
+    "windowed_map",
+]
 
 #: ``prctl`` option: the signal the kernel sends this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
@@ -82,9 +96,102 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
 J = TypeVar("J")
 
 
+class InlineExecutor(Executor):
+    """A ``concurrent.futures`` executor that runs each call at once, in this process.
+
+    What one worker means: no process is started, the jobs run in order, and
+    :func:`windowed_map` needs no other path for it.
+
+    Examples
+    --------
+    >>> InlineExecutor().submit(abs, -3).result()
+    3
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # handed over as a pool hands a worker's exception
+            future.set_exception(exc)
+        return future
+
+
+def task_failure(exc: BaseException) -> str:
+    """Why a task the executor gave up on failed (e.g. a pool whose worker died, Dask's
+    ``KilledWorker``): the cause each of its items is reported with.
+
+    Examples
+    --------
+    >>> task_failure(RuntimeError("worker lost"))
+    'task failed: RuntimeError: worker lost'
+    """
+    return f"task failed: {type(exc).__name__}: {exc}"
+
+
 def run_chunk(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
     """``[fn(item) for item in items]``: one task of several items (picklable)."""
     return [fn(item) for item in items]
+
+
+def windowed_map(
+    executor: Executor,
+    fn: Callable[[J], Any],
+    items: Iterable[J],
+    *,
+    chunksize: int = 1,
+    window: int | Callable[[], int],
+    on_error: Callable[[J, BaseException], Any] | None = None,
+) -> Iterator[tuple[list[J], list[Any]]]:
+    """Yield ``(chunk, [fn(item) for item in chunk])`` for every chunk, as tasks complete.
+
+    The one bounded map of the package, over any ``concurrent.futures``-style executor:
+    the process pool (:func:`process_pool`), :class:`InlineExecutor`, or a Dask
+    client's executor (:mod:`retrieval_lib.distributed`). Items are drawn from their
+    iterator only as tasks are submitted, ``chunksize`` items per task, at most
+    ``window`` tasks in flight (a callable is asked again before each refill, e.g. to
+    follow a cluster's workers); the window is refilled before a chunk's results are
+    handed over, so the workers stay busy while the caller works. A task that fails as a
+    whole gives ``on_error(item, exception)`` per item, or re-raises without
+    ``on_error``; the tasks still in flight are then cancelled.
+
+    Examples
+    --------
+    >>> sorted(r for _, rs in windowed_map(InlineExecutor(), abs, [-1, 2], window=1) for r in rs)
+    [1, 2]
+    """
+    stream = iter(items)
+    task = functools.partial(run_chunk, fn)
+    pending: dict[Future[list[Any]], list[J]] = {}
+
+    def limit() -> int:
+        return max(1, window() if callable(window) else window)
+
+    def fill() -> None:
+        wanted = limit()
+        while len(pending) < wanted:
+            chunk = list(islice(stream, chunksize))
+            if not chunk:
+                return
+            pending[executor.submit(task, chunk)] = chunk
+
+    try:
+        fill()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in [f for f in pending if f in done]:  # in submission order
+                chunk = pending.pop(future)
+                try:
+                    results = future.result()
+                except Exception as exc:
+                    if on_error is None:
+                        raise
+                    results = [on_error(item, exc) for item in chunk]
+                fill()
+                yield chunk, results
+    finally:
+        for future in pending:
+            future.cancel()
 
 
 def imap_unordered(
@@ -98,32 +205,130 @@ def imap_unordered(
     """Yield ``(job, fn(job))`` for every job, in the order they finish.
 
     ``workers`` > 1 runs ``fn`` in that many processes, ``chunksize`` jobs per task, at
-    most ``window`` tasks (default ``4 * workers``) submitted at a time; with one worker,
-    or a single job, everything runs in this process in order. ``fn`` and the jobs must
-    be picklable for the pool; an exception ``fn`` raises ends the iteration.
+    most ``window`` tasks (default ``4 * workers``) submitted at a time
+    (:func:`windowed_map`); with one worker, or a single job, everything runs in this
+    process in order. ``fn`` and the jobs must be picklable for the pool; an exception
+    ``fn`` raises ends the iteration.
     """
     stream = iter(jobs)
     head = list(islice(stream, 2))
-    if workers <= 1 or len(head) < 2:
-        for job in chain(head, stream):
-            yield job, fn(job)
-        return
     stream = chain(head, stream)
-    limit = window or 4 * workers
-    with process_pool(workers) as pool:
-        pending: dict[Future[list[Any]], list[J]] = {}
+    workers = workers if len(head) > 1 else 1
+    with executor_for(workers) as executor:
+        limit = (window or 4 * workers) if workers > 1 else 1  # in process: one at a time
+        for chunk, results in windowed_map(executor, fn, stream, chunksize=chunksize, window=limit):
+            yield from zip(chunk, results, strict=True)
 
-        def fill() -> None:
-            while len(pending) < limit:
-                chunk = list(islice(stream, chunksize))
-                if not chunk:
-                    return
-                pending[pool.submit(run_chunk, fn, chunk)] = chunk
 
-        fill()
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                chunk = pending.pop(future)
-                yield from zip(chunk, future.result(), strict=True)
-            fill()
+def executor_for(workers: int) -> Executor:
+    """:func:`process_pool` of ``workers`` processes, or :class:`InlineExecutor` for one."""
+    return process_pool(workers) if workers > 1 else InlineExecutor()
+
+
+class Mapper:
+    """Where many runs' work runs: an executor, items per task, tasks in flight.
+
+    The process pool (:func:`pool_mapper`) and a Dask cluster
+    (:class:`~retrieval_lib.distributed.DaskMapper`) are both one of these, so
+    :mod:`retrieval_lib.run_many` has one way to run work on either.
+
+    Parameters
+    ----------
+    executor
+        A ``concurrent.futures``-style executor.
+    window
+        Tasks in flight at once (a callable is asked again before each refill).
+    batch_size
+        Items per task unless a call says otherwise (default: :attr:`default_batch`).
+    progress
+        Show progress bars on stderr.
+
+    Examples
+    --------
+    >>> with pool_mapper(1) as mapper:
+    ...     sorted(mapper.imap_unordered(abs, [-2, 1], batch_size=1))
+    [(-2, 2), (1, 1)]
+    >>> mapper.last_tasks
+    2
+    """
+
+    #: Items per task when neither the mapper nor the call says.
+    default_batch = 8
+    #: Whether a large run's evaluation is split over several tasks (the records of its
+    #: documents then stay where they were computed): only a Dask cluster can.
+    splits_runs = False
+
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        window: int | Callable[[], int],
+        batch_size: int | None = None,
+        progress: bool = False,
+    ):
+        self.executor = executor
+        self.window = window
+        self.batch_size = batch_size
+        self.progress = progress
+        #: Tasks submitted by the last map (for tests and benchmarks).
+        self.last_tasks = 0
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """One task: ``fn(*args)`` on the executor."""
+        return self.executor.submit(fn, *args)
+
+    def imap_batches(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        batch_size: int | None = None,
+        on_error: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[tuple[list[Any], list[Any]]]:
+        """:func:`windowed_map` on this mapper's executor and window; ``batch_size``
+        items per task (default: the mapper's)."""
+        size = batch_size or self.batch_size or self.default_batch
+        drawn = 0
+
+        def counted() -> Iterator[Any]:
+            nonlocal drawn
+            for item in items:
+                drawn += 1
+                yield item
+
+        self.last_tasks = 0
+        for batch, results in windowed_map(
+            self.executor, fn, counted(), chunksize=size, window=self.window, on_error=on_error
+        ):
+            self.last_tasks = -(-drawn // size)
+            yield batch, results
+
+    def imap_unordered(
+        self,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        *,
+        batch_size: int | None = None,
+        on_error: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(item, fn(item))`` for every item, in the order their tasks complete
+        (see :meth:`imap_batches`)."""
+        for batch, results in self.imap_batches(
+            fn, items, batch_size=batch_size, on_error=on_error
+        ):
+            yield from zip(batch, results, strict=True)
+
+
+@contextlib.contextmanager
+def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
+    """A :class:`Mapper` on :func:`executor_for` ``workers`` (in process for one), at most
+    ``4 * workers`` tasks in flight; the pool is shut down on exit.
+
+    Examples
+    --------
+    >>> with pool_mapper(2) as mapper:
+    ...     sorted(result for _, result in mapper.imap_unordered(abs, range(-3, 0)))
+    [1, 2, 3]
+    """
+    with executor_for(workers) as executor:
+        yield Mapper(executor, window=4 * workers if workers > 1 else 1, progress=progress)

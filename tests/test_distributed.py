@@ -25,9 +25,10 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from retrieval_lib.distributed import DaskMapper, evaluate_dask, normalize_dask  # noqa: E402
+from retrieval_lib.distributed import DaskMapper  # noqa: E402
 from retrieval_lib.metrics.summary import evaluate_run  # noqa: E402
 from retrieval_lib.normalize import normalize_paths  # noqa: E402
+from retrieval_lib.run_many import evaluate_many, normalize_many  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus" / "csb"
@@ -92,7 +93,8 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
     _reference(runs, tasks, tmp_path / "single")
 
     mapper = DaskMapper(client, batch_size=1)  # one trial per task
-    report = normalize_dask([runs], tasks, out=tmp_path / "dask", map_fn=mapper)
+    # every run spread over the cluster by trial (more trials than the batch size)
+    report, _ = normalize_many([runs], tasks, out=tmp_path / "dask", mapper=mapper)
     assert report.trials == report.documents == mapper.last_tasks > 20
     assert report.failed == 0
     assert report.trials == len(list((tmp_path / "single").rglob("*.retrieval_events.json")))
@@ -100,26 +102,33 @@ def test_normalize_and_evaluate_on_a_cluster_are_byte_identical(synth, client, t
     assert len(pickle.dumps(report)) < 2_000
 
     mapper = DaskMapper(client, batch_size=3)
-    for run in sorted((tmp_path / "dask").iterdir()):
-        result = evaluate_dask(run, (1, 3, 5, 10), map_fn=mapper)
-        assert result.documents == len(list(run.rglob("*.retrieval_events.json")))
-        assert mapper.last_tasks == -(-result.documents // 3)
-        # the run summary and table were written by a worker: no record came back
-        assert not hasattr(result, "records")
+    run_dirs = sorted((tmp_path / "dask").iterdir())
+    documents = [len(list(run.rglob("*.retrieval_events.json"))) for run in run_dirs]
+    # every run split in tasks of 3 documents, the runs in flight together, the results
+    # in the order given
+    results = list(evaluate_many(run_dirs, (1, 3, 5, 10), mapper=mapper))
+    assert [r.documents for r in results] == documents and len(documents) > 1
+    assert [r.events_dir.parent.name for r in results] == [run.name for run in run_dirs]
+    assert mapper.last_tasks == sum(-(-n // 3) for n in documents)
+    for result in results:
+        # the run summary and table were written by a worker: no record, no list of
+        # metrics files came back, only their number
+        assert not hasattr(result, "records") and result.metrics_paths == []
+        assert result.metrics_files == result.documents
         assert result.summary_path.is_file() and result.failures == []
     _assert_same_tree(tmp_path / "single", tmp_path / "dask")
 
 
 def test_small_runs_are_normalised_and_evaluated_whole_on_a_cluster(synth, client, tmp_path):
-    from retrieval_lib.distributed import WHOLE_RUN_TRIALS, normalize_and_evaluate_dask
+    from retrieval_lib.run_many import WHOLE_RUN_TRIALS
     from retrieval_lib.runs import discover_runs, discover_trials
 
     runs, tasks = synth
     sizes = [len(discover_trials(run)) for run in discover_runs([runs])]
     assert sizes and max(sizes) <= WHOLE_RUN_TRIALS  # each run is one task
     _reference(runs, tasks, tmp_path / "single")
-    report, evaluated = normalize_and_evaluate_dask(
-        [runs], tasks, (1, 3, 5, 10), map_fn=DaskMapper(client), out=tmp_path / "dask"
+    report, evaluated = normalize_many(
+        [runs], tasks, k=(1, 3, 5, 10), mapper=DaskMapper(client), out=tmp_path / "dask"
     )
     assert (report.trials, report.failed) == (sum(sizes), 0)
     assert sorted(evaluated) == sorted(discover_runs([runs.resolve()]))
@@ -128,7 +137,7 @@ def test_small_runs_are_normalised_and_evaluated_whole_on_a_cluster(synth, clien
 
 
 def test_a_whole_run_task_given_up_fails_each_of_its_trials_with_the_cause(synth):
-    from retrieval_lib.distributed import _failed_run
+    from retrieval_lib.run_many import _failed_run
     from retrieval_lib.runs import discover_runs, discover_trials
 
     run = discover_runs([synth[0]])[0]
@@ -137,7 +146,7 @@ def test_a_whole_run_task_given_up_fails_each_of_its_trials_with_the_cause(synth
     assert evaluation is None
     assert (report.trials, report.documents, report.failed) == (len(trials), 0, len(trials))
     assert {o.trial_dir for o in report.failures} == {str(t.trial_dir) for t in trials}
-    assert {o.error for o in report.failures} == {"dask task failed: RuntimeError: worker lost"}
+    assert {o.error for o in report.failures} == {"task failed: RuntimeError: worker lost"}
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="real corpus ../shared/corpus/csb is absent")
@@ -235,7 +244,7 @@ def test_a_local_cluster_of_ours_runs_its_workers_without_the_profiler():
 
 
 def test_orphaned_temporary_files_are_removed(tmp_path):
-    from retrieval_lib.distributed import remove_orphaned_temporaries
+    from retrieval_lib.completion import remove_orphaned_temporaries
 
     events = tmp_path / "run" / "retrieval_events"
     folder = events / "baseline"

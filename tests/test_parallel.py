@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from retrieval_lib.parallel import imap_unordered
+from retrieval_lib.parallel import InlineExecutor, imap_unordered, windowed_map
 
 
 def _square(x: int) -> int:
@@ -46,10 +46,39 @@ def test_jobs_are_drawn_only_as_the_window_frees() -> None:
     jobs = _Counted(100)
     results = imap_unordered(_square, jobs, workers=2, chunksize=3, window=2)
     next(results)
-    # two chunks of three in flight when the first result arrives, not the 100 jobs
-    assert jobs.drawn == 6
+    # two chunks of three in flight; the first came back and one more chunk was sent
+    # before its results were handed over: 9 drawn, not the 100 jobs
+    assert jobs.drawn == 9
     assert len(list(results)) == 99
     assert jobs.drawn == 100
+
+
+def test_a_failed_task_gives_each_of_its_items_the_cause_and_the_others_finish() -> None:
+    errors = lambda item, exc: f"{item}: {exc}"  # noqa: E731
+    pairs = [
+        pair
+        for chunk, results in windowed_map(
+            InlineExecutor(), _fail_on_three, range(6), chunksize=2, window=2, on_error=errors
+        )
+        for pair in zip(chunk, results, strict=True)
+    ]
+    # in process the tasks complete in order; 2 shares the failed task of 3
+    assert pairs == [(0, 0), (1, 1), (2, "2: three"), (3, "3: three"), (4, 4), (5, 5)]
+
+
+def test_the_window_is_asked_again_before_each_refill() -> None:
+    jobs = _Counted(10)
+    asked: list[int] = []
+
+    def window() -> int:
+        asked.append(len(asked))
+        return 1 if len(asked) == 1 else 3  # a cluster that grew after the first count
+
+    stream = windowed_map(InlineExecutor(), _square, jobs, chunksize=1, window=window)
+    next(stream)
+    # first fill: 1 task; the refill before handing over its result: 3 tasks
+    assert (len(asked), jobs.drawn) == (2, 4)
+    assert sorted(r for _, rs in stream for r in rs) == [i * i for i in range(1, 10)]
 
 
 def test_an_exception_in_the_pool_ends_the_iteration() -> None:

@@ -58,3 +58,17 @@ def dask_mapper(args: argparse.Namespace, *, progress: bool = False) -> Iterator
     spec = DaskSpec(scheduler=args.scheduler, workers=args.dask_workers, batch_size=args.dask_batch)
     with mapper(spec, progress=progress) as map_fn:
         yield map_fn
+
+
+@contextlib.contextmanager
+def mapper(args: argparse.Namespace, *, workers: int = 1, progress: bool = False) -> Iterator[Any]:
+    """Where the runs go: the Dask cluster of the options, else a process pool of
+    ``workers`` (in process for one): a :class:`~retrieval_lib.parallel.Mapper`."""
+    with dask_mapper(args, progress=progress) as on_dask:
+        if on_dask is not None:
+            yield on_dask
+            return
+    from retrieval_lib.parallel import pool_mapper
+
+    with pool_mapper(workers, progress=progress) as on_pool:
+        yield on_pool

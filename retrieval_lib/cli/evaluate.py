@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
-from retrieval_lib.cli._dask import dask_mapper
+from retrieval_lib.cli._dask import mapper
 
 
 def parse_k(text: str) -> tuple[int, ...]:
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate every root; one that fails is reported and the others still run."""
     from retrieval_lib.errors import RetrievalLibError
     from retrieval_lib.metrics.summary import find_events_roots
+    from retrieval_lib.run_many import evaluate_many
     from retrieval_lib.runs import LeftOut
 
     left_out = LeftOut()
@@ -65,26 +66,8 @@ def run(args: argparse.Namespace) -> int:
     for line in left_out.lines():  # a folder of runs with one that cannot be listed
         print(line, file=sys.stderr)
     failed = len(left_out)
-    with dask_mapper(args, progress=sys.stderr.isatty()) as map_fn:
-        if map_fn is not None:
-            from retrieval_lib.distributed import evaluate_runs_dask
-
-            results: Any = evaluate_runs_dask(roots, args.k, map_fn=map_fn)
-        else:
-            from retrieval_lib.metrics.summary import evaluate_run
-
-            def each() -> Any:
-                for root in roots:
-                    try:
-                        yield evaluate_run(root, k=args.k)
-                    except RetrievalLibError as exc:
-                        yield exc
-                    except OSError as exc:
-                        # a file system refusal (no space, a name too long) costs this
-                        # run only: named, and the other runs are still evaluated
-                        yield _run_os_error(root, exc)
-
-            results = each()
+    with mapper(args, progress=sys.stderr.isatty()) as on:
+        results = evaluate_many(roots, args.k, mapper=on)
         for result in results:
             if isinstance(result, RetrievalLibError):
                 print(f"retrieval-lib evaluate: error: {result}", file=sys.stderr)
@@ -92,21 +75,6 @@ def run(args: argparse.Namespace) -> int:
             else:
                 failed += _print_result(result)
     return 1 if failed else 0
-
-
-def _run_os_error(root: Any, exc: OSError) -> Any:
-    """An OS error met while evaluating ``root``, as an error naming the run and the file.
-
-    Examples
-    --------
-    >>> str(_run_os_error("out/run1", OSError(36, "File name too long", "out/run1/x")))
-    "out/run1: File name too long: 'out/run1/x'"
-    """
-    from retrieval_lib.errors import RetrievalLibError
-    from retrieval_lib.runs import printable_path
-
-    where = f": {printable_path(exc.filename)!r}" if exc.filename else ""
-    return RetrievalLibError(f"{printable_path(root)}: {exc.strerror or exc}{where}")
 
 
 def _print_result(result: Any) -> int:

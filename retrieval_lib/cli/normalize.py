@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from retrieval_lib.cli._dask import add_arguments as add_dask_arguments
-from retrieval_lib.cli._dask import dask_mapper
+from retrieval_lib.cli._dask import mapper
 from retrieval_lib.cli._types import positive_int
 
 
@@ -42,21 +42,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.normalize import default_workers, normalize_paths
+    from retrieval_lib.normalize import default_workers
+    from retrieval_lib.run_many import normalize_many
 
     progress = not args.quiet and sys.stderr.isatty()
-    with dask_mapper(args) as map_fn:
-        if map_fn is not None:
-            from retrieval_lib.distributed import normalize_dask
-
-            report = normalize_dask(
-                args.paths, args.tasks_root, out=args.out, map_fn=map_fn, progress=progress
-            )
-        else:
-            workers = args.workers if args.workers is not None else default_workers()
-            report = normalize_paths(
-                args.paths, args.tasks_root, out=args.out, workers=workers, progress=progress
-            )
+    workers = args.workers if args.workers is not None else default_workers()
+    with mapper(args, workers=workers) as on:
+        report, _ = normalize_many(
+            args.paths, args.tasks_root, mapper=on, out=args.out, progress=progress
+        )
     if not args.quiet:
         for output in report.failures:
             print(f"failed: {output.trial_dir}: {output.error}", file=sys.stderr)

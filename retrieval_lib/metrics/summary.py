@@ -22,7 +22,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -445,16 +445,24 @@ class EvaluateResult:
     documents: int
     #: Number of documents with computable file-level metrics.
     computable: int
+    #: The metrics files written beside the documents (empty in a result that a task
+    #: of :mod:`retrieval_lib.run_many` sent back: :meth:`without_paths`).
     metrics_paths: list[Path]
     summary_path: Path
     table_path: Path
     seconds: float
     failures: list[tuple[Path, str]] = field(default_factory=list)
+    #: Number of metrics files written beside the documents.
+    metrics_files: int = -1
 
-    @property
-    def metrics_files(self) -> int:
-        """Number of metrics files written beside the documents."""
-        return len(self.metrics_paths)
+    def __post_init__(self) -> None:
+        if self.metrics_files < 0:
+            object.__setattr__(self, "metrics_files", len(self.metrics_paths))
+
+    def without_paths(self) -> EvaluateResult:
+        """This result without the list of metrics files (their number kept): what a
+        worker sends back, small whatever the run's size."""
+        return replace(self, metrics_paths=[])
 
 
 def events_dir_of(path: Path) -> Path:

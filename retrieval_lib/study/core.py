@@ -549,8 +549,6 @@ def load(
     require(STATS_LIBRARIES, "retrieval_lib.study.load")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    if tasks_root is not None and not Path(tasks_root).is_dir():
-        raise InputError(f"tasks root {tasks_root} is not a folder")
     prepared: PreparedRuns = prepare_runs(
         list(paths), tasks_root, out=out, workers=workers, k=k, log=log, verify=verify
     )

@@ -19,6 +19,7 @@ evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -318,13 +319,12 @@ def prepare_runs(
     InputError
         A path does not exist, or holds neither runs nor evaluated outputs.
     """
-    from retrieval_lib.metrics.summary import find_events_roots
-    from retrieval_lib.normalize import normalize_paths
+    from retrieval_lib.metrics.summary import EvaluateResult, find_events_roots
+    from retrieval_lib.normalize import check_tasks_root
     from retrieval_lib.runs import LeftOut, discover_runs
 
     say = log or (lambda _line: None)
-    if tasks_root is not None and not Path(tasks_root).is_dir():
-        raise InputError(f"--tasks-root {tasks_root} is not a folder")
+    check_tasks_root(tasks_root)
     prepared = PreparedRuns()
     left_out = LeftOut()
     raw_runs: list[Path] = []
@@ -380,23 +380,22 @@ def prepare_runs(
     if stale:
         from retrieval_lib.completion import set_inputs_fingerprint
 
-        if map_fn is not None:
-            report, outcomes = _prepare_on_cluster(stale, _path(tasks_root), out_root, k, map_fn)
-        else:
-            report = normalize_paths(
-                [run for run, _, _ in stale], _path(tasks_root), out=out_root, workers=workers
-            )
+        report, evaluated = _normalize_and_evaluate(
+            [run for run, _, _ in stale], _path(tasks_root), out_root, k, workers, map_fn
+        )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
         left_out.update(report.left_out)
-        if map_fn is None:
-            outcomes = _evaluate_all([events_dir for _, events_dir, _ in stale], k, workers)
-        for (run, events_dir, fingerprint), outcome in zip(stale, outcomes, strict=True):
-            if isinstance(outcome, str):
-                prepared.evaluate_failures.append((run.name, outcome))
-                say(f"evaluate {run.name} failed: {outcome}")
+        for run, events_dir, fingerprint in stale:
+            outcome = evaluated.get(run.resolve())
+            if not isinstance(outcome, EvaluateResult):  # no document, or the error
+                why = NO_DOCUMENT if outcome is None else str(outcome)
+                prepared.evaluate_failures.append((run.name, why))
+                say(f"evaluate {run.name} failed: {why}")
                 continue
-            say(f"evaluated {run.name}: {outcome[0]} documents, {outcome[1]} computable")
+            say(
+                f"evaluated {run.name}: {outcome.documents} documents, {outcome.computable} computable"
+            )
             # last: the completion record (normalize and evaluate wrote theirs) names the
             # inputs, so the run is reused next time while they and its files are unchanged
             set_inputs_fingerprint(events_dir, fingerprint, listing=listings[run])
@@ -411,59 +410,26 @@ def prepare_runs(
     return prepared
 
 
-def _evaluate_one(events_dir: Path, k: Sequence[int]) -> tuple[int, int] | str:
-    """Evaluate one run; ``(documents, computable)`` or the reason it failed (picklable)."""
-    from retrieval_lib.metrics.summary import evaluate_run
-
-    if not events_dir.is_dir():
-        return NO_DOCUMENT
-    try:
-        result = evaluate_run(events_dir, k=k)
-    except RetrievalLibError as exc:
-        return str(exc)
-    return result.documents, result.computable
-
-
 #: Why a run that gave no document was not evaluated.
 NO_DOCUMENT = "no document was written"
 
 
-def _prepare_on_cluster(
-    stale: Sequence[tuple[Path, Path, str]],
+def _normalize_and_evaluate(
+    runs: Sequence[Path],
     tasks_root: Path | None,
     out_root: Path | None,
     k: Sequence[int],
+    workers: int,
     map_fn: Any,
-) -> tuple[Any, list[tuple[int, int] | str]]:
-    """Normalise and evaluate the stale runs on the Dask cluster of ``map_fn``, each run
-    evaluated as soon as it is normalised; the outcomes in the order of ``stale``."""
-    from retrieval_lib.distributed import normalize_and_evaluate_dask
+) -> tuple[Any, dict[Path, Any]]:
+    """:func:`retrieval_lib.run_many.normalize_many` of the stale runs on ``map_fn``, else
+    on ``workers`` processes: each run evaluated as soon as it is normalised."""
+    from retrieval_lib.parallel import pool_mapper
+    from retrieval_lib.run_many import normalize_many
 
-    report, results = normalize_and_evaluate_dask(
-        [run for run, _, _ in stale], tasks_root, k, map_fn=map_fn, out=out_root
-    )
-    outcomes: list[tuple[int, int] | str] = []
-    for run, _, _ in stale:
-        result = results.get(run.resolve())
-        if result is None:
-            outcomes.append(NO_DOCUMENT)
-        elif isinstance(result, Exception):
-            outcomes.append(str(result))
-        else:
-            outcomes.append((result.documents, result.computable))
-    return report, outcomes
-
-
-def _evaluate_all(
-    events_dirs: Sequence[Path], k: Sequence[int], workers: int
-) -> list[tuple[int, int] | str]:
-    """Evaluate runs, one per worker process when there are several of each."""
-    if workers > 1 and len(events_dirs) > 1:
-        from retrieval_lib.parallel import process_pool
-
-        with process_pool(min(workers, len(events_dirs))) as pool:
-            return list(pool.map(_evaluate_one, events_dirs, [tuple(k)] * len(events_dirs)))
-    return [_evaluate_one(d, k) for d in events_dirs]
+    with contextlib.ExitStack() as stack:
+        mapper = map_fn if map_fn is not None else stack.enter_context(pool_mapper(workers))
+        return normalize_many(runs, tasks_root, mapper=mapper, out=out_root, k=k)
 
 
 def _path(value: str | os.PathLike[str] | None) -> Path | None:
