@@ -90,8 +90,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("completion", "events"),
     # traces -> events for whole runs; metrics from the documents; TREC scoring
     ("metrics", "normalize", "trec"),
-    # statistics over the metrics tables; the RAG knowledge base; runs on a Dask cluster
-    ("distributed", "kb", "stats"),
+    # statistics over the metrics tables; the RAG knowledge base; many runs on a pool or Dask
+    ("distributed", "kb", "run_many", "stats"),
     # many runs pooled; TREC export by config family
     ("study", "trec_export"),
     # tables, figures, notebooks and HTML reports
