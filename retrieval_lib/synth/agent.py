@@ -200,6 +200,10 @@ class _File:
         return REPOS[self.repo]
 
 
+#: The search styles answered by a Sourcegraph MCP search tool of the same name.
+_SOURCEGRAPH_SEARCHES = ("keyword_search", "nls_search", "find_references")
+
+
 class _Builder:
     """Renders abstract actions (search, list, read, write) as concrete tool calls."""
 
@@ -274,160 +278,180 @@ class _Builder:
 
     def search(self, files: list[_File], style: str) -> Call:
         """A search whose result lists ``files`` (in order)."""
-        symbol = self.task.symbol
         keys = [self.key(f) for f in files]
-        if style == "grep_files":
-            names = [self.relative_path(f) for f in files]
-            tool_input: dict[str, Any] = {"pattern": symbol, "output_mode": "files_with_matches"}
-            if self.rng.random() < 0.4 and not self.org:
-                tool_input = {
-                    "pattern": symbol,
-                    "type": self.task.repos[0].language[:2],
-                    "output_mode": "files_with_matches",
-                }
-            content = (
-                f"Found {len(names)} files\n" + "\n".join(names) if names else "No files found"
-            )
-            result = {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)}
-            return self.call("Grep", tool_input, content, result, result_keys=keys)
-        if style == "grep_content":
-            out: list[str] = []
-            for f in files:
-                where = symbol_line(f.profile, f.path, symbol)
-                start, end, lines = self._snippet(f, where - 2, symbol, width=5)
-                for number, line in zip(range(start, end + 1), lines, strict=True):
-                    if number == where:
-                        out.append(f"{self.relative_path(f)}:{number}:{line}")
-                    else:
-                        out.append(f"{self.local_path(f)}-{number}-{line}")
-                out.append("--")
-            text = "\n".join(out[:-1])
-            tool_input = {"pattern": symbol, "output_mode": "content", "context": 2}
-            result = {
-                "mode": "content",
-                "numFiles": 0,
-                "filenames": [],
-                "content": text,
-                "numLines": len(out) - 1 if out else 0,
+        if style in _SOURCEGRAPH_SEARCHES:
+            return self._sourcegraph_search(files, keys, style)
+        render = {
+            "grep_files": self._grep_files,
+            "grep_content": self._grep_content,
+            "bash_grep": self._bash_grep,
+            "glob": self._glob,
+            "bash_find": self._bash_find,
+            "list_files": self._list_files,
+        }.get(style)
+        if render is None:
+            raise ValueError(f"unknown search style {style!r}")
+        return render(files, keys)
+
+    def _grep_files(self, files: list[_File], keys: list[str]) -> Call:
+        """A ``Grep`` listing the files that match (``files_with_matches``)."""
+        symbol = self.task.symbol
+        names = [self.relative_path(f) for f in files]
+        tool_input: dict[str, Any] = {"pattern": symbol, "output_mode": "files_with_matches"}
+        if self.rng.random() < 0.4 and not self.org:
+            tool_input = {
+                "pattern": symbol,
+                "type": self.task.repos[0].language[:2],
+                "output_mode": "files_with_matches",
             }
-            return self.call(
-                "Grep", tool_input, text or "No matches found", result, result_keys=keys
-            )
-        if style == "bash_grep":
-            out = []
-            for f in files:
-                where = symbol_line(f.profile, f.path, symbol)
-                line = file_lines(f.profile, f.path, where, where, symbol)[0]
-                out.append(f"{self.local_path(f)}:{where}:{line}")
-            root = "/workspace"
-            command = f'grep -rn "{symbol}" {root} | head -30'
-            return self.bash(command, "\n".join(out), result_keys=keys)
-        if style == "glob":
-            # A brace pattern of base names: every file with one of them matches.
-            wanted = list(dict.fromkeys(f.path.rsplit("/", 1)[-1] for f in files))
-            pattern = "/workspace/**/{" + ",".join(wanted) + "}"
-            matched = [f for f in self.all_files if f.path.rsplit("/", 1)[-1] in wanted]
-            names = [self.local_path(f) for f in matched]
-            result = {
-                "filenames": names,
-                "durationMs": self.rng.randint(8, 60),
-                "numFiles": len(names),
-                "truncated": False,
-            }
-            return self.call(
-                "Glob",
-                {"pattern": pattern},
-                "\n".join(names),
-                result,
-                result_keys=[self.key(f) for f in matched],
-            )
-        if style == "bash_find":
-            exts = list(dict.fromkeys(f.path.rsplit(".", 1)[-1] for f in files if "." in f.path))
-            tests = " -o ".join(f'-name "*.{ext}"' for ext in exts)
-            command = f"find /workspace -type f \\( {tests} \\) | head -20"
-            return self.bash(
-                command,
-                "\n".join(self.local_path(f) for f in files),
-                description="Check the structure of the repository",
-                result_keys=keys,
-            )
-        if style in ("keyword_search", "nls_search", "find_references"):
-            blocks = []
-            for f in files:
-                chunks = []
-                where = symbol_line(f.profile, f.path, symbol)
-                for centre in sorted({where, where + self.rng.randint(20, 300)}):
-                    if centre > total_lines(f.profile, f.path) - 2:
-                        continue
-                    start, end, lines = self._snippet(f, centre, symbol)
-                    content = "".join(
-                        f"{n}: {line}\n"
-                        for n, line in zip(range(start, end + 1), lines, strict=True)
-                    )
-                    chunks.append(
-                        {
-                            "content": content + f"{end + 1}: ",
-                            "endLine": end + 1,
-                            "startLine": start,
-                        }
-                    )
-                blocks.append(
+        content = f"Found {len(names)} files\n" + "\n".join(names) if names else "No files found"
+        result = {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)}
+        return self.call("Grep", tool_input, content, result, result_keys=keys)
+
+    def _grep_content(self, files: list[_File], keys: list[str]) -> Call:
+        """A ``Grep`` with two lines of context around each match."""
+        symbol = self.task.symbol
+        out: list[str] = []
+        for f in files:
+            where = symbol_line(f.profile, f.path, symbol)
+            start, end, lines = self._snippet(f, where - 2, symbol, width=5)
+            for number, line in zip(range(start, end + 1), lines, strict=True):
+                if number == where:
+                    out.append(f"{self.relative_path(f)}:{number}:{line}")
+                else:
+                    out.append(f"{self.local_path(f)}-{number}-{line}")
+            out.append("--")
+        text = "\n".join(out[:-1])
+        tool_input = {"pattern": symbol, "output_mode": "content", "context": 2}
+        result = {
+            "mode": "content",
+            "numFiles": 0,
+            "filenames": [],
+            "content": text,
+            "numLines": len(out) - 1 if out else 0,
+        }
+        return self.call("Grep", tool_input, text or "No matches found", result, result_keys=keys)
+
+    def _bash_grep(self, files: list[_File], keys: list[str]) -> Call:
+        """``grep -rn`` through ``Bash``: one matching line per file."""
+        symbol = self.task.symbol
+        out = []
+        for f in files:
+            where = symbol_line(f.profile, f.path, symbol)
+            line = file_lines(f.profile, f.path, where, where, symbol)[0]
+            out.append(f"{self.local_path(f)}:{where}:{line}")
+        root = "/workspace"
+        command = f'grep -rn "{symbol}" {root} | head -30'
+        return self.bash(command, "\n".join(out), result_keys=keys)
+
+    def _glob(self, files: list[_File], keys: list[str]) -> Call:
+        """A ``Glob`` of the files' base names."""
+        # A brace pattern of base names: every file with one of them matches.
+        wanted = list(dict.fromkeys(f.path.rsplit("/", 1)[-1] for f in files))
+        pattern = "/workspace/**/{" + ",".join(wanted) + "}"
+        matched = [f for f in self.all_files if f.path.rsplit("/", 1)[-1] in wanted]
+        names = [self.local_path(f) for f in matched]
+        result = {
+            "filenames": names,
+            "durationMs": self.rng.randint(8, 60),
+            "numFiles": len(names),
+            "truncated": False,
+        }
+        return self.call(
+            "Glob",
+            {"pattern": pattern},
+            "\n".join(names),
+            result,
+            result_keys=[self.key(f) for f in matched],
+        )
+
+    def _bash_find(self, files: list[_File], keys: list[str]) -> Call:
+        """``find`` through ``Bash``, listing the files."""
+        exts = list(dict.fromkeys(f.path.rsplit(".", 1)[-1] for f in files if "." in f.path))
+        tests = " -o ".join(f'-name "*.{ext}"' for ext in exts)
+        command = f"find /workspace -type f \\( {tests} \\) | head -20"
+        return self.bash(
+            command,
+            "\n".join(self.local_path(f) for f in files),
+            description="Check the structure of the repository",
+            result_keys=keys,
+        )
+
+    def _sourcegraph_search(self, files: list[_File], keys: list[str], style: str) -> Call:
+        """A Sourcegraph keyword, natural-language or find-references search."""
+        symbol = self.task.symbol
+        blocks = []
+        for f in files:
+            chunks = []
+            where = symbol_line(f.profile, f.path, symbol)
+            for centre in sorted({where, where + self.rng.randint(20, 300)}):
+                if centre > total_lines(f.profile, f.path) - 2:
+                    continue
+                start, end, lines = self._snippet(f, centre, symbol)
+                content = "".join(
+                    f"{n}: {line}\n" for n, line in zip(range(start, end + 1), lines, strict=True)
+                )
+                chunks.append(
                     {
-                        "chunks": chunks,
-                        "file": f.path,
-                        "repo": f.profile.sg_repo,
-                        "type": "" if style == "find_references" else "file",
-                        "url": f"https://sourcegraph.sourcegraph.com/{f.profile.sg_repo}/-/blob/{f.path}",
+                        "content": content + f"{end + 1}: ",
+                        "endLine": end + 1,
+                        "startLine": start,
                     }
                 )
-            scope = (
-                "repo:github.com/sg-evals/" if self.org else f"repo:^{self.task.repos[0].sg_repo}$"
+            blocks.append(
+                {
+                    "chunks": chunks,
+                    "file": f.path,
+                    "repo": f.profile.sg_repo,
+                    "type": "" if style == "find_references" else "file",
+                    "url": f"https://sourcegraph.sourcegraph.com/{f.profile.sg_repo}/-/blob/{f.path}",
+                }
             )
-            if style == "find_references":
-                anchor = (
-                    files[0]
-                    if files
-                    else _File(self.task.repos[0].short, self.task.repos[0].files[0])
-                )
-                tool_input = {"repo": anchor.profile.sg_repo, "path": anchor.path, "symbol": symbol}
-                body = {"fileBlocks": blocks}
-            elif style == "nls_search":
-                tool_input = {"query": f"{scope} where is {symbol} called and overridden"}
-                body = {"blocks": blocks}
+        scope = "repo:github.com/sg-evals/" if self.org else f"repo:^{self.task.repos[0].sg_repo}$"
+        if style == "find_references":
+            anchor = (
+                files[0] if files else _File(self.task.repos[0].short, self.task.repos[0].files[0])
+            )
+            tool_input = {"repo": anchor.profile.sg_repo, "path": anchor.path, "symbol": symbol}
+            body = {"fileBlocks": blocks}
+        elif style == "nls_search":
+            tool_input = {"query": f"{scope} where is {symbol} called and overridden"}
+            body = {"blocks": blocks}
+        else:
+            tool_input = {"query": f"{scope} {symbol}"}
+            body = {"blocks": blocks}
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        block = [{"type": "text", "text": text}]
+        return self.call(self.prefix + style, tool_input, block, block, result_keys=keys)
+
+    def _list_files(self, files: list[_File], keys: list[str]) -> Call:
+        """Sourcegraph's ``list_files`` of the folder of the first relevant file."""
+        # The real listing of one folder: its files and sub-folders.
+        anchor = next((f for f in files if f in self.relevant_files), files[0])
+        directory = anchor.path.rsplit("/", 1)[0] if "/" in anchor.path else ""
+        prefix = f"{directory}/" if directory else ""
+        listed: list[_File] = []
+        folders: set[str] = set()
+        for f in self.all_files:
+            if f.repo != anchor.repo or not f.path.startswith(prefix):
+                continue
+            rest = f.path[len(prefix) :]
+            if "/" in rest:
+                folders.add(prefix + rest.split("/", 1)[0] + "/")
             else:
-                tool_input = {"query": f"{scope} {symbol}"}
-                body = {"blocks": blocks}
-            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-            block = [{"type": "text", "text": text}]
-            return self.call(self.prefix + style, tool_input, block, block, result_keys=keys)
-        if style == "list_files":
-            # The real listing of one folder: its files and sub-folders.
-            anchor = next((f for f in files if f in self.relevant_files), files[0])
-            directory = anchor.path.rsplit("/", 1)[0] if "/" in anchor.path else ""
-            prefix = f"{directory}/" if directory else ""
-            listed: list[_File] = []
-            folders: set[str] = set()
-            for f in self.all_files:
-                if f.repo != anchor.repo or not f.path.startswith(prefix):
-                    continue
-                rest = f.path[len(prefix) :]
-                if "/" in rest:
-                    folders.add(prefix + rest.split("/", 1)[0] + "/")
-                else:
-                    listed.append(f)
-            entries = [{"isDirectory": True, "path": d} for d in sorted(folders)]
-            entries += [{"isDirectory": False, "path": f.path} for f in listed]
-            text = json.dumps({"files": entries}, separators=(",", ":"))
-            block = [{"type": "text", "text": text}]
-            tool_input = {"repo": anchor.profile.sg_repo, "path": directory}
-            return self.call(
-                self.prefix + "list_files",
-                tool_input,
-                block,
-                block,
-                result_keys=[self.key(f) for f in listed],
-            )
-        raise ValueError(f"unknown search style {style!r}")
+                listed.append(f)
+        entries = [{"isDirectory": True, "path": d} for d in sorted(folders)]
+        entries += [{"isDirectory": False, "path": f.path} for f in listed]
+        text = json.dumps({"files": entries}, separators=(",", ":"))
+        block = [{"type": "text", "text": text}]
+        tool_input = {"repo": anchor.profile.sg_repo, "path": directory}
+        return self.call(
+            self.prefix + "list_files",
+            tool_input,
+            block,
+            block,
+            result_keys=[self.key(f) for f in listed],
+        )
 
     def empty_search(self) -> Call:
         symbol = self.task.symbol
