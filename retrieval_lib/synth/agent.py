@@ -253,6 +253,27 @@ class _Builder:
             **kw,
         )
 
+    def message(
+        self,
+        calls: list[Call],
+        thinking: str | None = None,
+        text: str | None = None,
+        parent: str | None = None,
+    ) -> Message:
+        """One API message holding ``calls`` (made by the subagent ``parent`` if given)."""
+        for c in calls:
+            c.parent_id = parent
+        return Message(
+            id=self.ids.message(),
+            thinking=thinking,
+            signature=self.ids.signature(self.rng.randint(48, 120)) if thinking else "",
+            text=text,
+            calls=calls,
+            parent_id=parent,
+            output_tokens=self.rng.randint(60, 520),
+            placeholder_output=self.rng.choice((1, 1, 2, 3, 4, 6, 7)),
+        )
+
     # -- shell ---------------------------------------------------------------------------
     def bash(self, command: str, stdout: str, *, description: str | None = None, **kw: Any) -> Call:
         tool_input: dict[str, Any] = {"command": command}
@@ -649,6 +670,15 @@ def _thinking(rng: random.Random, template: str, task: TaskSpec, goal: str) -> s
     return text
 
 
+#: What the agent is asked to produce, by the task's kind of output (said in its thoughts).
+_GOALS = {
+    "submission": "write the list of files to /workspace/submission.json",
+    "edit": "make the change",
+    "review": "write the review to /workspace/review.json",
+    "answer": "write the answer",
+}
+
+
 def plan_trial(
     task: TaskSpec,
     rng: random.Random,
@@ -677,23 +707,65 @@ def plan_trial(
     b = _Builder(task, rng, mcp=mcp, sg_infix=sg_infix, span=read_span)
     relevant = [_File(r, p) for r, p in task.relevant]
     b.relevant_files = frozenset(relevant)
-    all_files = [_File(p.short, path) for p in task.repos for path in p.files]
-    b.all_files = tuple(all_files)
-    noise = [f for f in all_files if f not in b.relevant_files]
-    goal = {
-        "submission": "write the list of files to /workspace/submission.json",
-        "edit": "make the change",
-        "review": "write the review to /workspace/review.json",
-        "answer": "write the answer",
-    }[task.output]
+    b.all_files = tuple(_File(p.short, path) for p in task.repos for path in p.files)
+    noise = [f for f in b.all_files if f not in b.relevant_files]
+    goal = _GOALS[task.output]
 
+    surfaced, to_read, noise_reads = _choose_files(rng, relevant, noise, skill)
+    styles, use_subagent = _search_styles(
+        rng, mcp=mcp, allow_subagent=allow_subagent, force_subagent=force_subagent
+    )
+    buckets = _search_buckets(rng, surfaced, noise, len(styles) + (1 if use_subagent else 0))
+    messages = _search_messages(b, goal, styles, buckets)
+    if use_subagent:
+        messages.append(_subagent_message(b, buckets[len(styles)], to_read))
+    messages += _read_messages(b, goal, to_read + noise_reads)
+    _pad(b, messages, noise, pad_bytes)
+
+    final_calls, submitted_files = _output_calls(b, relevant, surfaced, to_read, noise)
+    if final_calls:
+        messages.append(
+            b.message(
+                final_calls,
+                thinking=_thinking(rng, _THOUGHTS[3], task, goal),
+                text=_TEXTS[3].format(goal=goal),
+            )
+        )
+        check = _output_check(b, final_calls[0])
+        if check is not None:
+            messages.append(check)
+    summary_files = "\n".join(f"- `{b.relative_path(f)}`" for f in submitted_files) or "- (none)"
+    final_text = f"I've completed the task for `{task.symbol}`. Files involved:\n\n{summary_files}"
+    messages.append(b.message([], thinking="The work is done. Let me summarise.", text=final_text))
+
+    relevant_keys = sorted({b.key(f) for f in relevant})
+    _assign_tokens_and_times(messages, rng)
+    return TrialPlan(
+        messages=messages,
+        relevant_keys=relevant_keys,
+        submitted_keys=sorted({b.key(f) for f in submitted_files}),
+        coverage=_coverage(b, relevant_keys, submitted_files),
+        final_text=final_text,
+        duration=messages[-1].start + 3.0,
+    )
+
+
+def _choose_files(
+    rng: random.Random, relevant: list[_File], noise: list[_File], skill: float
+) -> tuple[list[_File], list[_File], list[_File]]:
+    """The relevant files the searches surface, those of them read, and irrelevant reads."""
     surfaced = [f for f in relevant if rng.random() < 0.3 + 0.65 * skill]
     if not surfaced and rng.random() < 0.5 + 0.5 * skill:
         surfaced = [rng.choice(relevant)]
     to_read = [f for f in surfaced if rng.random() < 0.45 + 0.55 * skill]
     noise_reads = rng.sample(noise, k=min(len(noise), rng.randint(1, 2)))
+    return surfaced, to_read, noise_reads
 
-    # Searches: each surfaced file is returned by one of them, among irrelevant hits.
+
+def _search_styles(
+    rng: random.Random, *, mcp: bool, allow_subagent: bool, force_subagent: bool
+) -> tuple[list[str], bool]:
+    """The searches the agent runs, in order, and whether it also asks a subagent."""
     if mcp:
         styles = ["keyword_search", "nls_search"]
         if rng.random() < 0.5:
@@ -705,44 +777,37 @@ def plan_trial(
         if rng.random() < 0.5:
             styles.append("glob")
     use_subagent = allow_subagent and not mcp and (force_subagent or rng.random() < 0.25)
-    buckets: dict[int, list[_File]] = {
-        i: [] for i in range(len(styles) + (1 if use_subagent else 0))
-    }
+    return styles, use_subagent
+
+
+def _search_buckets(
+    rng: random.Random, surfaced: list[_File], noise: list[_File], n: int
+) -> dict[int, list[_File]]:
+    """The files each of ``n`` searches returns: each surfaced file by one of them, among
+    irrelevant hits."""
+    buckets: dict[int, list[_File]] = {i: [] for i in range(n)}
     for f in surfaced:
         buckets[rng.randrange(len(buckets))].append(f)
     for files in buckets.values():
         for extra in rng.sample(noise, k=min(len(noise), rng.randint(1, 3))):
             files.insert(rng.randint(0, len(files)), extra)
+    return buckets
 
+
+def _search_messages(
+    b: _Builder, goal: str, styles: list[str], buckets: dict[int, list[_File]]
+) -> list[Message]:
+    """The search phase: an optional look at the layout, then one message per search."""
+    rng, task = b.rng, b.task
     messages: list[Message] = []
-
-    def message(
-        calls: list[Call],
-        thinking: str | None = None,
-        text: str | None = None,
-        parent: str | None = None,
-    ) -> Message:
-        for c in calls:
-            c.parent_id = parent
-        msg = Message(
-            id=b.ids.message(),
-            thinking=thinking,
-            signature=b.ids.signature(rng.randint(48, 120)) if thinking else "",
-            text=text,
-            calls=calls,
-            parent_id=parent,
-            output_tokens=rng.randint(60, 520),
-            placeholder_output=rng.choice((1, 1, 2, 3, 4, 6, 7)),
-        )
-        return msg
-
     first: list[Call] = []
-    if not mcp and rng.random() < 0.5:
+    if not b.mcp and rng.random() < 0.5:
+        all_files = list(b.all_files)
         first.append(
             b.search(rng.sample(all_files, k=min(len(all_files), rng.randint(6, 12))), "bash_find")
         )
     messages.append(
-        message(
+        b.message(
             first or [b.search(buckets[0], styles[0])],
             thinking=_thinking(rng, _THOUGHTS[0], task, goal),
             text=_TEXTS[0].format(symbol=task.symbol),
@@ -752,71 +817,76 @@ def plan_trial(
     if first:
         messages[-1].calls.append(b.search(buckets[0], styles[0]))
     if rng.random() < 0.2:
-        messages.append(message([b.todo()]))
+        messages.append(b.message([b.todo()]))
     for i in range(start_style, len(styles)):
         calls = [b.search(buckets[i], styles[i])]
         if rng.random() < 0.15:
             calls.append(b.empty_search())
         messages.append(
-            message(
+            b.message(
                 calls,
                 thinking=_thinking(rng, _THOUGHTS[1], task, goal) if rng.random() < 0.35 else None,
                 text=_TEXTS[1] if rng.random() < 0.5 else None,
             )
         )
-    if use_subagent:
-        task_call = b.call(
-            "Task",
-            {
-                "description": f"Find callers of {task.symbol}",
-                "prompt": f"Search the repository for every caller and override of `{task.symbol}` and report the file paths.",
-                "subagent_type": "Explore",
-            },
-            None,
-            None,
-            latency=0.0,
-        )
-        inner_files = buckets[len(styles)]
-        inner: list[Message] = [
-            message(
-                [b.search(inner_files, "grep_files")],
-                text="Searching for callers.",
-                parent=task_call.id,
-            ),
-        ]
-        inner_reads = [f for f in inner_files if f in to_read][:1] or inner_files[:1]
-        if inner_reads:
-            inner.append(message([b.read(inner_reads[0], "read")], parent=task_call.id))
-        inner.append(
-            message(
-                [],
-                text=f"Found {len(inner_files)} files mentioning `{task.symbol}`.",
-                parent=task_call.id,
-            )
-        )
-        task_call.children = inner
-        summary = "Files that reference `{}`:\n{}".format(
-            task.symbol, "\n".join(f"- {b.relative_path(f)}" for f in inner_files)
-        )
-        blocks = [{"type": "text", "text": summary}]
-        n_inner_calls = sum(len(m.calls) for m in inner)
-        task_call.content = blocks
-        task_call.tool_use_result = {
-            "status": "completed",
-            "prompt": task_call.input["prompt"],
-            "agentId": b.ids.token(8).lower(),
-            "content": blocks,
-            "totalDurationMs": rng.randint(8000, 40000),
-            "totalTokens": rng.randint(20000, 60000),
-            "totalToolUseCount": n_inner_calls,
-        }
-        task_call.latency = round(
-            sum(c.latency for m in inner for c in m.calls) + 2.0 * len(inner), 3
-        )
-        messages.append(message([task_call], text="Let me use an agent to find all the callers."))
+    return messages
 
-    # Reads, one to three in parallel per message.
-    reads = to_read + noise_reads
+
+def _subagent_message(b: _Builder, inner_files: list[_File], to_read: list[_File]) -> Message:
+    """A ``Task`` call to an Explore subagent that searches for callers and reads one file."""
+    rng, task = b.rng, b.task
+    task_call = b.call(
+        "Task",
+        {
+            "description": f"Find callers of {task.symbol}",
+            "prompt": f"Search the repository for every caller and override of `{task.symbol}` and report the file paths.",
+            "subagent_type": "Explore",
+        },
+        None,
+        None,
+        latency=0.0,
+    )
+    inner: list[Message] = [
+        b.message(
+            [b.search(inner_files, "grep_files")],
+            text="Searching for callers.",
+            parent=task_call.id,
+        ),
+    ]
+    inner_reads = [f for f in inner_files if f in to_read][:1] or inner_files[:1]
+    if inner_reads:
+        inner.append(b.message([b.read(inner_reads[0], "read")], parent=task_call.id))
+    inner.append(
+        b.message(
+            [],
+            text=f"Found {len(inner_files)} files mentioning `{task.symbol}`.",
+            parent=task_call.id,
+        )
+    )
+    task_call.children = inner
+    summary = "Files that reference `{}`:\n{}".format(
+        task.symbol, "\n".join(f"- {b.relative_path(f)}" for f in inner_files)
+    )
+    blocks = [{"type": "text", "text": summary}]
+    n_inner_calls = sum(len(m.calls) for m in inner)
+    task_call.content = blocks
+    task_call.tool_use_result = {
+        "status": "completed",
+        "prompt": task_call.input["prompt"],
+        "agentId": b.ids.token(8).lower(),
+        "content": blocks,
+        "totalDurationMs": rng.randint(8000, 40000),
+        "totalTokens": rng.randint(20000, 60000),
+        "totalToolUseCount": n_inner_calls,
+    }
+    task_call.latency = round(sum(c.latency for m in inner for c in m.calls) + 2.0 * len(inner), 3)
+    return b.message([task_call], text="Let me use an agent to find all the callers.")
+
+
+def _read_messages(b: _Builder, goal: str, reads: list[_File]) -> list[Message]:
+    """The read phase, in a shuffled order, one to three reads in parallel per message."""
+    rng, task, mcp = b.rng, b.task, b.mcp
+    messages: list[Message] = []
     rng.shuffle(reads)
     read_style = "mcp" if mcp else "read"
     i = 0
@@ -831,22 +901,34 @@ def plan_trial(
                 style = "sed" if roll < 0.15 else ("head" if roll < 0.22 else "read")
             calls.append(b.read(f, style))
         messages.append(
-            message(
+            b.message(
                 calls,
                 thinking=_thinking(rng, _THOUGHTS[2], task, goal) if rng.random() < 0.35 else None,
                 text=_TEXTS[2] if rng.random() < 0.5 else None,
             )
         )
+    return messages
 
-    # Padding: whole-file reads of irrelevant files until the trace is big enough.
+
+def _pad(b: _Builder, messages: list[Message], noise: list[_File], pad_bytes: int) -> None:
+    """Whole-file reads of irrelevant files until the trace is big enough."""
     produced = sum(_result_size(c) for m in messages for c in m.calls)
     while produced < pad_bytes:
-        f = rng.choice(noise)
-        call = b.read(f, "mcp" if mcp else "read", whole=True)
+        f = b.rng.choice(noise)
+        call = b.read(f, "mcp" if b.mcp else "read", whole=True)
         produced += _result_size(call)
-        messages.append(message([call], text="Let me read the whole file for context:"))
+        messages.append(b.message([call], text="Let me read the whole file for context:"))
 
-    # The agent's output.
+
+def _output_calls(
+    b: _Builder,
+    relevant: list[_File],
+    surfaced: list[_File],
+    to_read: list[_File],
+    noise: list[_File],
+) -> tuple[list[Call], list[_File]]:
+    """The calls that write the task's output, and the files the output names."""
+    rng, task = b.rng, b.task
     read_relevant = [f for f in relevant if f in to_read]
     submitted_files = list(read_relevant) + [
         f for f in surfaced if f not in to_read and rng.random() < 0.5
@@ -882,91 +964,72 @@ def plan_trial(
             b.write("/workspace/answer.json", json.dumps(answer, indent=2) + "\n", "answer.json")
         )
     else:
-        edit_targets = [
+        submitted_files = [
             f for f in relevant if (f.repo, f.path) in set(task.edit_files) and f in to_read
         ]
-        for f in edit_targets:
-            if mcp:
-                where = symbol_line(f.profile, f.path, task.symbol)
-                body = (
-                    "\n".join(
-                        file_lines(f.profile, f.path, max(1, where - 5), where + 5, task.symbol)
-                    )
-                    + "\n"
-                )
-                final_calls.append(b.write(b.local_path(f), body, b.key(f)))
-            else:
-                final_calls.append(b.edit(f))
-        submitted_files = edit_targets
-    if final_calls:
-        messages.append(
-            message(
-                final_calls,
-                thinking=_thinking(rng, _THOUGHTS[3], task, goal),
-                text=_TEXTS[3].format(goal=goal),
-            )
-        )
-    if final_calls and final_calls[0].name == "Write" and rng.random() < 0.4:
-        path = final_calls[0].input["file_path"]
-        if rng.random() < 0.5:
-            messages.append(
-                message(
-                    [
-                        b.bash(
-                            f"python3 -m json.tool {path} > /dev/null && echo valid",
-                            "valid",
-                            description="Validate the JSON output",
-                        )
-                    ]
-                )
-            )
-        else:
-            content = final_calls[0].input["content"]
-            numbered = "\n".join(
-                f"{n:>6}\u2192{line}" for n, line in enumerate(content.split("\n"), start=1)
-            )
-            lines = content.split("\n")
-            verify = b.call(
-                "Read",
-                {"file_path": path},
-                numbered + SYSTEM_REMINDER,
-                {
-                    "type": "text",
-                    "file": {
-                        "filePath": path,
-                        "content": content,
-                        "numLines": len(lines),
-                        "startLine": 1,
-                        "totalLines": len(lines),
-                    },
-                },
-                arg_keys=list(final_calls[0].write_keys),
-                read_keys=list(final_calls[0].write_keys),
-            )
-            messages.append(message([verify], text="Let me verify the file:"))
-    summary_files = "\n".join(f"- `{b.relative_path(f)}`" for f in submitted_files) or "- (none)"
-    final_text = f"I've completed the task for `{task.symbol}`. Files involved:\n\n{summary_files}"
-    messages.append(message([], thinking="The work is done. Let me summarise.", text=final_text))
+        final_calls = [_edit_call(b, f) for f in submitted_files]
+    return final_calls, submitted_files
 
-    relevant_keys = sorted({b.key(f) for f in relevant})
+
+def _edit_call(b: _Builder, f: _File) -> Call:
+    """The change to one file: an ``Edit``, or for an MCP agent a ``Write`` of the region."""
+    if not b.mcp:
+        return b.edit(f)
+    symbol = b.task.symbol
+    where = symbol_line(f.profile, f.path, symbol)
+    body = "\n".join(file_lines(f.profile, f.path, max(1, where - 5), where + 5, symbol)) + "\n"
+    return b.write(b.local_path(f), body, b.key(f))
+
+
+def _output_check(b: _Builder, written: Call) -> Message | None:
+    """Sometimes the agent checks the file it wrote: validates its JSON or reads it back."""
+    rng = b.rng
+    if written.name != "Write" or not rng.random() < 0.4:
+        return None
+    path = written.input["file_path"]
+    if rng.random() < 0.5:
+        return b.message(
+            [
+                b.bash(
+                    f"python3 -m json.tool {path} > /dev/null && echo valid",
+                    "valid",
+                    description="Validate the JSON output",
+                )
+            ]
+        )
+    content = written.input["content"]
+    numbered = "\n".join(
+        f"{n:>6}\u2192{line}" for n, line in enumerate(content.split("\n"), start=1)
+    )
+    lines = content.split("\n")
+    verify = b.call(
+        "Read",
+        {"file_path": path},
+        numbered + SYSTEM_REMINDER,
+        {
+            "type": "text",
+            "file": {
+                "filePath": path,
+                "content": content,
+                "numLines": len(lines),
+                "startLine": 1,
+                "totalLines": len(lines),
+            },
+        },
+        arg_keys=list(written.write_keys),
+        read_keys=list(written.write_keys),
+    )
+    return b.message([verify], text="Let me verify the file:")
+
+
+def _coverage(b: _Builder, relevant_keys: list[str], submitted_files: list[_File]) -> float:
+    """The share of the expected files the output names (the edited ones for an edit task)."""
+    task = b.task
     if task.output == "edit":
         expected = {task.key(r, p) for r, p in task.edit_files}
         done = {b.key(f) for f in submitted_files}
-        coverage = len(expected & done) / len(expected) if expected else 0.0
-    else:
-        coverage = len({b.key(f) for f in submitted_files} & set(relevant_keys)) / len(
-            relevant_keys
-        )
-    _assign_tokens_and_times(messages, rng)
-    duration = messages[-1].start + 3.0
-    return TrialPlan(
-        messages=messages,
-        relevant_keys=relevant_keys,
-        submitted_keys=sorted({b.key(f) for f in submitted_files}),
-        coverage=coverage,
-        final_text=final_text,
-        duration=duration,
-    )
+        return len(expected & done) / len(expected) if expected else 0.0
+    return len({b.key(f) for f in submitted_files} & set(relevant_keys)) / len(relevant_keys)
 
 
 def _result_size(call: Call) -> int:
