@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import shutil
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -460,6 +460,127 @@ def _task_facts(task: TaskSpec) -> TaskFacts:
     )
 
 
+@dataclass(frozen=True)
+class _TrialSpec:
+    """Who one trial is and where it goes: its task, run, config, names, start and variant."""
+
+    task: TaskSpec
+    run_id: str
+    layout: str
+    config: str
+    trial_dir: Path
+    raw_name: str
+    trial_name: str
+    batch_ts: str | None
+    start: datetime
+    variant: _Variant
+    version: str
+    sg_infix: bool
+    trials_dir: str
+    repeat: int
+    pair_count: int
+
+
+@dataclass
+class _Traces:
+    """What a trial's written traces hold: their files and the calls present in them."""
+
+    files: list[str] = field(default_factory=list)
+    present: list[Call] = field(default_factory=list)
+    results_present: set[str] = field(default_factory=set)
+    transcript_tool_uses: int | None = None
+    trajectory_tool_steps: int | None = None
+    banner_lines: int = 0
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class _Timeline:
+    """The ends of a trial's phases (environment, agent setup, agent, verifier, trial)."""
+
+    start: datetime
+    env_end: datetime
+    setup_end: datetime
+    agent_start: datetime
+    agent_end: datetime
+    verifier_end: datetime
+    finished: datetime
+
+    @classmethod
+    def draw(
+        cls,
+        rng: random.Random,
+        start: datetime,
+        duration: float,
+        time_limit_sec: float,
+        variant: _Variant,
+    ) -> _Timeline:
+        """Seeded phase lengths; a truncated trial's agent runs to its time limit."""
+        env_end = start + timedelta(seconds=rng.uniform(2.5, 20.0))
+        setup_end = env_end + timedelta(seconds=rng.uniform(8.0, 35.0))
+        agent_start = setup_end + timedelta(microseconds=rng.randint(20, 60))
+        if variant.truncated:
+            agent_end = agent_start + timedelta(seconds=time_limit_sec)
+        else:
+            agent_end = agent_start + timedelta(seconds=duration + rng.uniform(1.0, 6.0))
+        verifier_end = agent_end + timedelta(seconds=rng.uniform(0.2, 9.0))
+        finished = verifier_end + timedelta(seconds=rng.uniform(8.0, 25.0))
+        return cls(start, env_end, setup_end, agent_start, agent_end, verifier_end, finished)
+
+    def phases(self) -> dict[str, tuple[datetime, datetime]]:
+        """The phases as ``result.json`` reports them (start, end)."""
+        return {
+            "trial": (self.start, self.finished),
+            "environment_setup": (self.start + timedelta(microseconds=600), self.env_end),
+            "agent_setup": (self.env_end + timedelta(microseconds=30), self.setup_end),
+            "agent_execution": (self.agent_start, self.agent_end),
+            "verifier": (self.agent_end + timedelta(microseconds=60), self.verifier_end),
+        }
+
+
+def _timeout_exception(task: TaskSpec, agent_end: datetime) -> dict[str, Any]:
+    """``result.json``'s ``exception_info`` of an agent that ran out of time."""
+    return {
+        "exception_type": "AgentTimeoutError",
+        "exception_message": f"Agent execution timed out after {float(task.time_limit_sec)} seconds",
+        "exception_traceback": (
+            "Traceback (most recent call last):\n"
+            '  File "/harbor/trial/trial.py", line 214, in _execute_agent\n'
+            "    await asyncio.wait_for(self._agent.run(...), timeout=timeout)\n"
+            "asyncio.exceptions.TimeoutError\n"
+        ),
+        "occurred_at": iso_us(agent_end),
+    }
+
+
+def _agent_result(plan: TrialPlan, variant: _Variant) -> dict[str, Any]:
+    """``result.json``'s ``agent_result``: token sums only when the trial has a trace."""
+    prompt: int | None = None
+    cached: int | None = None
+    completion: int | None = None
+    if variant.transcript or variant.trajectory:
+        prompt, cached, completion = _atif_sums(plan)
+    return {
+        "n_input_tokens": prompt,
+        "n_cache_tokens": cached,
+        "n_output_tokens": completion,
+        "cost_usd": None,
+        "rollout_details": None,
+        "metadata": None,
+    }
+
+
+def _expected_source(variant: _Variant) -> str | None:
+    """The trace a reader should take the trial's calls from."""
+    if variant.trajectory and variant.transcript:
+        return "merged"
+    if variant.trajectory:
+        return "trajectory"
+    if variant.transcript:
+        return "transcript"
+    return None
+
+
 class _Context:
     """Shared state of one generation: output folder, seed, sizes."""
 
@@ -514,21 +635,23 @@ class _Context:
             facts.append(
                 self.trial(
                     trial_rng,
-                    task=task,
-                    run_id=run_id,
-                    layout="batch",
-                    config=config,
-                    trial_dir=trial_dir,
-                    raw_name=raw_name,
-                    trial_name=trial_name,
-                    batch_ts=batch_ts,
-                    start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
-                    variant=variant,
-                    version=HARNESS_VERSION,
-                    sg_infix=True,
-                    trials_dir=f"runs/staging/{run_id}/{config}/{batch_ts}",
-                    repeat=repeat,
-                    pair_count=pair_counts[(task.name, config)],
+                    _TrialSpec(
+                        task=task,
+                        run_id=run_id,
+                        layout="batch",
+                        config=config,
+                        trial_dir=trial_dir,
+                        raw_name=raw_name,
+                        trial_name=trial_name,
+                        batch_ts=batch_ts,
+                        start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
+                        variant=variant,
+                        version=HARNESS_VERSION,
+                        sg_infix=True,
+                        trials_dir=f"runs/staging/{run_id}/{config}/{batch_ts}",
+                        repeat=repeat,
+                        pair_count=pair_counts[(task.name, config)],
+                    ),
                 )
             )
         run = RunFacts(
@@ -559,21 +682,23 @@ class _Context:
                 job_dir = run_dir / group / job_name
                 trial = self.trial(
                     trial_rng,
-                    task=task,
-                    run_id=run_id,
-                    layout="archived",
-                    config=config,
-                    trial_dir=job_dir / trial_name,
-                    raw_name=raw_name,
-                    trial_name=trial_name,
-                    batch_ts=None,
-                    start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
-                    variant=_Variant(not mcp, mcp),
-                    version=ARCHIVED_HARNESS_VERSION,
-                    sg_infix=False,
-                    trials_dir=f"runs/staging/{run_id}/{config}/{job_name}",
-                    repeat=0,
-                    pair_count=1,
+                    _TrialSpec(
+                        task=task,
+                        run_id=run_id,
+                        layout="archived",
+                        config=config,
+                        trial_dir=job_dir / trial_name,
+                        raw_name=raw_name,
+                        trial_name=trial_name,
+                        batch_ts=None,
+                        start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
+                        variant=_Variant(not mcp, mcp),
+                        version=ARCHIVED_HARNESS_VERSION,
+                        sg_infix=False,
+                        trials_dir=f"runs/staging/{run_id}/{config}/{job_name}",
+                        repeat=0,
+                        pair_count=1,
+                    ),
                 )
                 facts.append(trial)
                 job_dirs.append(job_dir.relative_to(self.out).as_posix())
@@ -658,222 +783,166 @@ class _Context:
         self.writer.write(job_dir / "result.json", indent4(job_result))
 
     # -- one trial -----------------------------------------------------------------------
-    def trial(
-        self,
-        rng: random.Random,
-        *,
-        task: TaskSpec,
-        run_id: str,
-        layout: str,
-        config: str,
-        trial_dir: Path,
-        raw_name: str,
-        trial_name: str,
-        batch_ts: str | None,
-        start: datetime,
-        variant: _Variant,
-        version: str,
-        sg_infix: bool,
-        trials_dir: str,
-        repeat: int,
-        pair_count: int,
-    ) -> TrialFacts:
-        mcp = config == MCP_CONFIG
+    def trial(self, rng: random.Random, s: _TrialSpec) -> TrialFacts:
+        """Plan one trial, write its files, and return the facts they contain."""
+        task, mcp = s.task, s.config == MCP_CONFIG
         skill = min(1.0, rng.betavariate(2.0, 2.0) + (0.05 if mcp else 0.0))
         plan = plan_trial(
             task,
             rng,
             mcp=mcp,
             skill=skill,
-            sg_infix=sg_infix,
+            sg_infix=s.sg_infix,
             read_span=self.read_span,
             pad_bytes=self.target_bytes,
-            force_subagent=variant.subagent,
+            force_subagent=s.variant.subagent,
             allow_subagent=True,
         )
         reward = _reward(rng, task, plan.coverage)
-        env_end = start + timedelta(seconds=rng.uniform(2.5, 20.0))
-        setup_end = env_end + timedelta(seconds=rng.uniform(8.0, 35.0))
-        agent_start = setup_end + timedelta(microseconds=rng.randint(20, 60))
+        times = _Timeline.draw(rng, s.start, plan.duration, task.time_limit_sec, s.variant)
         exception_info = None
-        if variant.truncated:
-            agent_end = agent_start + timedelta(seconds=task.time_limit_sec)
+        if s.variant.truncated:
             reward = 0.0
-        else:
-            agent_end = agent_start + timedelta(seconds=plan.duration + rng.uniform(1.0, 6.0))
-        verifier_end = agent_end + timedelta(seconds=rng.uniform(0.2, 9.0))
-        finished = verifier_end + timedelta(seconds=rng.uniform(8.0, 25.0))
-        if variant.truncated:
-            exception_info = {
-                "exception_type": "AgentTimeoutError",
-                "exception_message": f"Agent execution timed out after {float(task.time_limit_sec)} seconds",
-                "exception_traceback": (
-                    "Traceback (most recent call last):\n"
-                    '  File "/harbor/trial/trial.py", line 214, in _execute_agent\n'
-                    "    await asyncio.wait_for(self._agent.run(...), timeout=timeout)\n"
-                    "asyncio.exceptions.TimeoutError\n"
-                ),
-                "occurred_at": iso_us(agent_end),
-            }
+            exception_info = _timeout_exception(task, times.agent_end)
         meta = SessionMeta(
             session_id=uuid4(rng),
             model=MODEL,
-            version=version,
+            version=s.version,
             mcp=mcp,
-            sg_infix=sg_infix,
+            sg_infix=s.sg_infix,
             instruction=_instruction_for(task, mcp),
-            agent_start=agent_start,
+            agent_start=times.agent_start,
         )
-        agent_dir = trial_dir / "agent"
-        trace_files: list[str] = []
-        self.writer.write(agent_dir / "instruction.txt", meta.instruction)
-        transcript_calls: list[Call] = []
-        results_present: set[str] = set()
-        transcript_tool_uses = None
-        banner_lines = 0
-        truncated = False
-        if variant.transcript:
-            lines = transcript_lines(plan, meta, rng)
-            if variant.truncated:
-                cut = max(4, int(len(lines) * rng.uniform(0.55, 0.8)))
-                kept = lines[:cut]
-                partial, info = lines[cut]
-                chunks = [line for line, _ in kept] + [partial[: max(10, len(partial) // 2)]]
-                surviving = kept
-                truncated = True
-            else:
-                chunks = [line for line, _ in lines]
-                surviving = lines
-            call_ids = {info.call_id for _, info in surviving if info.kind == "tool_use"}
-            results_present = {
-                info.call_id for _, info in surviving if info.kind == "tool_result" and info.call_id
-            }
-            transcript_calls = [c for c in _walk_calls(plan.messages, True) if c.id in call_ids]
-            transcript_tool_uses = len(transcript_calls)
-            if variant.stdout_banner:
-                banner_lines = _BANNER.count("\n")
-                rel = "agent/command-1/stdout.txt"
-                self.writer.write_lines(trial_dir / rel, [_BANNER.encode("utf-8"), *chunks])
-            else:
-                rel = "agent/claude-code.txt"
-                self.writer.write_lines(trial_dir / rel, chunks)
-            trace_files.append(rel)
-        trajectory_tool_steps = None
-        present = transcript_calls
-        if variant.trajectory:
-            data, order = trajectory_bytes(plan, meta)
-            self.writer.write(agent_dir / "trajectory.json", data)
-            trace_files.append("agent/trajectory.json")
-            trajectory_tool_steps = len(order)
-            present = _walk_calls(plan.messages, False)
-            results_present = {c.id for c in present}
-        if variant.transcript or variant.trajectory:
-            t = totals(plan)
-            prompt, cached, completion = _atif_sums(plan)
-            agent_result = {
-                "n_input_tokens": prompt,
-                "n_cache_tokens": cached,
-                "n_output_tokens": completion,
-                "cost_usd": None,
-                "rollout_details": None,
-                "metadata": None,
-            }
-        else:
-            t = None
-            agent_result = {
-                "n_input_tokens": None,
-                "n_cache_tokens": None,
-                "n_output_tokens": None,
-                "cost_usd": None,
-                "rollout_details": None,
-                "metadata": None,
-            }
-        task_path = (
-            f"/tmp/{raw_name}"
-            if mcp
-            else f"/home/runner/CodeScaleBench/benchmarks/{task.task_dirs[0]}"
-        )
-        rel_trial = trial_dir.relative_to(self.out).as_posix()
+        self.writer.write(s.trial_dir / "agent" / "instruction.txt", meta.instruction)
+        traces = self._write_traces(rng, plan, meta, s)
+        self._write_result(rng, s, plan, reward, exception_info, times)
         self.writer.write(
-            trial_dir / "result.json",
-            result_json_bytes(
-                rng=rng,
-                task_name=raw_name,
-                trial_name=trial_name,
-                trial_uri=f"file:///home/runner/CodeScaleBench/runs/staging/{trials_dir.split('/', 2)[-1]}/{trial_name}",
-                task_path=task_path,
-                trials_dir=trials_dir,
-                model=MODEL,
-                agent_result=agent_result,
-                reward=reward,
-                exception_info=exception_info,
-                phases={
-                    "trial": (start, finished),
-                    "environment_setup": (start + timedelta(microseconds=600), env_end),
-                    "agent_setup": (env_end + timedelta(microseconds=30), setup_end),
-                    "agent_execution": (agent_start, agent_end),
-                    "verifier": (agent_end + timedelta(microseconds=60), verifier_end),
-                },
-            ),
-        )
-        self.writer.write(
-            trial_dir / "verifier" / "reward.txt",
+            s.trial_dir / "verifier" / "reward.txt",
             f"{reward}\n" if task.reward_type == "binary" else f"{reward:.2f}\n",
         )
-        gt = set(task.gt_files)
-        facts = _trial_facts(present, results_present, gt, self.call_facts)
-        if variant.trajectory and variant.transcript:
-            source: str | None = "merged"
-        elif variant.trajectory:
-            source = "trajectory"
-        elif variant.transcript:
-            source = "transcript"
-        else:
-            source = None
-        complete = t if not truncated else None  # totals only from a complete trace
+        facts = _trial_facts(
+            traces.present, traces.results_present, set(task.gt_files), self.call_facts
+        )
+        complete = totals(plan) if traces.files and not traces.truncated else None
         return TrialFacts(
-            run_id=run_id,
-            layout=layout,
-            config_name=config,
-            trial_dir=rel_trial,
-            trial_name=trial_name,
+            run_id=s.run_id,
+            layout=s.layout,
+            config_name=s.config,
+            trial_dir=s.trial_dir.relative_to(self.out).as_posix(),
+            trial_name=s.trial_name,
             task_name=task.name,
-            raw_task_name=raw_name,
+            raw_task_name=s.raw_name,
             benchmark=task.suite,
-            batch_timestamp=batch_ts,
-            started_at=iso_us(start),
+            batch_timestamp=s.batch_ts,
+            started_at=iso_us(s.start),
             model=MODEL,
             # result.json says "unknown": only a trace tells the harness version.
-            harness_version=version if trace_files else None,
-            repeat_index=repeat,
-            trials_for_pair=pair_count,
-            is_latest_trial=repeat == pair_count - 1,
-            trace_files=trace_files,
-            has_transcript=variant.transcript,
-            has_trajectory=variant.trajectory,
-            transcript_truncated=truncated,
-            banner_lines=banner_lines,
-            expected_trace_source=source,
+            harness_version=s.version if traces.files else None,
+            repeat_index=s.repeat,
+            trials_for_pair=s.pair_count,
+            is_latest_trial=s.repeat == s.pair_count - 1,
+            trace_files=traces.files,
+            has_transcript=s.variant.transcript,
+            has_trajectory=s.variant.trajectory,
+            transcript_truncated=traces.truncated,
+            banner_lines=traces.banner_lines,
+            expected_trace_source=_expected_source(s.variant),
             gt_files=task.gt_files,
             reward=reward,
             exception_type=exception_info["exception_type"] if exception_info else None,
             skill=round(skill, 4),
             coverage=round(plan.coverage, 4),
-            transcript_tool_uses=transcript_tool_uses,
-            trajectory_tool_steps=trajectory_tool_steps,
+            transcript_tool_uses=traces.transcript_tool_uses,
+            trajectory_tool_steps=traces.trajectory_tool_steps,
             submitted_files=plan.submitted_keys,
-            parallel_groups=_parallel_groups(plan.messages)
-            if (variant.transcript or variant.trajectory)
-            else [],
+            parallel_groups=_parallel_groups(plan.messages) if traces.files else [],
             # The session totals exist only where the trace reports them in full.
-            cost_usd=complete.cost_usd if complete and variant.transcript else None,
+            cost_usd=complete.cost_usd if complete and s.variant.transcript else None,
             input_tokens=complete.input_tokens if complete else None,
             output_tokens=complete.output_tokens if complete else None,
             cache_read_tokens=complete.cache_read_tokens if complete else None,
             cache_creation_tokens=complete.cache_creation_tokens if complete else None,
             distinct_messages=complete.distinct_messages if complete else None,
-            agent_execution_seconds=round((agent_end - agent_start).total_seconds(), 6),
+            agent_execution_seconds=round((times.agent_end - times.agent_start).total_seconds(), 6),
             **facts,
+        )
+
+    def _write_traces(
+        self, rng: random.Random, plan: TrialPlan, meta: SessionMeta, s: _TrialSpec
+    ) -> _Traces:
+        """Write the trial's transcript and/or trajectory, as its variant says."""
+        traces = _Traces()
+        if s.variant.transcript:
+            self._write_transcript(rng, plan, meta, s, traces)
+        if s.variant.trajectory:
+            data, order = trajectory_bytes(plan, meta)
+            self.writer.write(s.trial_dir / "agent" / "trajectory.json", data)
+            traces.files.append("agent/trajectory.json")
+            traces.trajectory_tool_steps = len(order)
+            traces.present = _walk_calls(plan.messages, False)
+            traces.results_present = {c.id for c in traces.present}
+        return traces
+
+    def _write_transcript(
+        self, rng: random.Random, plan: TrialPlan, meta: SessionMeta, s: _TrialSpec, traces: _Traces
+    ) -> None:
+        """Write the transcript, cut off part-way through a line when the agent timed out."""
+        lines = transcript_lines(plan, meta, rng)
+        if s.variant.truncated:
+            cut = max(4, int(len(lines) * rng.uniform(0.55, 0.8)))
+            kept = lines[:cut]
+            partial, info = lines[cut]
+            chunks = [line for line, _ in kept] + [partial[: max(10, len(partial) // 2)]]
+            surviving = kept
+            traces.truncated = True
+        else:
+            chunks = [line for line, _ in lines]
+            surviving = lines
+        call_ids = {info.call_id for _, info in surviving if info.kind == "tool_use"}
+        traces.results_present = {
+            info.call_id for _, info in surviving if info.kind == "tool_result" and info.call_id
+        }
+        traces.present = [c for c in _walk_calls(plan.messages, True) if c.id in call_ids]
+        traces.transcript_tool_uses = len(traces.present)
+        if s.variant.stdout_banner:
+            traces.banner_lines = _BANNER.count("\n")
+            rel = "agent/command-1/stdout.txt"
+            self.writer.write_lines(s.trial_dir / rel, [_BANNER.encode("utf-8"), *chunks])
+        else:
+            rel = "agent/claude-code.txt"
+            self.writer.write_lines(s.trial_dir / rel, chunks)
+        traces.files.append(rel)
+
+    def _write_result(
+        self,
+        rng: random.Random,
+        s: _TrialSpec,
+        plan: TrialPlan,
+        reward: float,
+        exception_info: dict[str, Any] | None,
+        times: _Timeline,
+    ) -> None:
+        """Write the trial's ``result.json``."""
+        task_path = (
+            f"/tmp/{s.raw_name}"
+            if s.config == MCP_CONFIG
+            else f"/home/runner/CodeScaleBench/benchmarks/{s.task.task_dirs[0]}"
+        )
+        self.writer.write(
+            s.trial_dir / "result.json",
+            result_json_bytes(
+                rng=rng,
+                task_name=s.raw_name,
+                trial_name=s.trial_name,
+                trial_uri=f"file:///home/runner/CodeScaleBench/runs/staging/{s.trials_dir.split('/', 2)[-1]}/{s.trial_name}",
+                task_path=task_path,
+                trials_dir=s.trials_dir,
+                model=MODEL,
+                agent_result=_agent_result(plan, s.variant),
+                reward=reward,
+                exception_info=exception_info,
+                phases=times.phases(),
+            ),
         )
 
 
