@@ -361,14 +361,7 @@ def generate_runs(
     >>> len(manifest.tasks), sorted({t.config_name for t in manifest.trials})
     (3, ['baseline-local-direct', 'mcp-remote-direct'])
     """
-    if scale not in SCALES:
-        raise InputError(f"unknown scale {scale!r}; choose one of {sorted(SCALES)}")
-    if n_tasks is None:
-        n_tasks = int(SCALES[scale]["n_tasks"])
-    if n_tasks < 1 or n_runs < 1:
-        raise InputError("n_tasks and n_runs must be at least 1")
-    if transcript_target_bytes is not None and transcript_target_bytes < 0:
-        raise InputError("transcript_target_bytes must not be negative")
+    n_tasks = _checked_n_tasks(scale, n_tasks, n_runs, transcript_target_bytes)
     preset = SCALES[scale]
     want_calls = preset["call_facts"] if call_facts is None else call_facts
     out = Path(out_dir)
@@ -384,15 +377,7 @@ def generate_runs(
     batch = [t for t in tasks if t not in archived] or list(tasks)
 
     context = _Context(out, writer, seed, preset["read_span"], transcript_target_bytes, want_calls)
-    runs: list[RunFacts] = []
-    trials: list[TrialFacts] = []
-    for run_index in range(n_runs):
-        run, run_trials = context.batch_run(run_index, batch)
-        runs.append(run)
-        trials.extend(run_trials)
-    run, run_trials = context.archived_run(archived)
-    runs.append(run)
-    trials.extend(run_trials)
+    runs, trials = context.all_runs(n_runs, batch, archived)
 
     manifest = SynthManifest(
         params={
@@ -410,6 +395,29 @@ def generate_runs(
         bytes_written=writer.bytes,
         out_dir=out,
     )
+    _write_readme_and_manifest(manifest, writer)
+    return manifest
+
+
+def _checked_n_tasks(
+    scale: str, n_tasks: int | None, n_runs: int, transcript_target_bytes: int | None
+) -> int:
+    """The number of tasks to generate (the scale's by default), once the arguments are
+    checked."""
+    if scale not in SCALES:
+        raise InputError(f"unknown scale {scale!r}; choose one of {sorted(SCALES)}")
+    if n_tasks is None:
+        n_tasks = int(SCALES[scale]["n_tasks"])
+    if n_tasks < 1 or n_runs < 1:
+        raise InputError("n_tasks and n_runs must be at least 1")
+    if transcript_target_bytes is not None and transcript_target_bytes < 0:
+        raise InputError("transcript_target_bytes must not be negative")
+    return n_tasks
+
+
+def _write_readme_and_manifest(manifest: SynthManifest, writer: _Writer) -> None:
+    """Write README.md, then the manifest (which counts the README among the files)."""
+    out = writer.root
     readme = readme_text(manifest, is_example=_is_example(manifest.params))
     writer.write(out / "README.md", readme)
     manifest.files_written = writer.files
@@ -417,7 +425,6 @@ def generate_runs(
     with open(out / MANIFEST_NAME, "wb") as handle:
         for piece in manifest.iter_json():
             handle.write(piece)
-    return manifest
 
 
 def _task_facts(task: TaskSpec) -> TaskFacts:
@@ -602,6 +609,21 @@ class _Context:
         self.call_facts = call_facts
 
     # -- runs ----------------------------------------------------------------------------
+    def all_runs(
+        self, n_runs: int, batch: list[TaskSpec], archived: list[TaskSpec]
+    ) -> tuple[list[RunFacts], list[TrialFacts]]:
+        """``n_runs`` batch-layout runs of ``batch``, then the archived run of ``archived``."""
+        runs: list[RunFacts] = []
+        trials: list[TrialFacts] = []
+        for run_index in range(n_runs):
+            run, run_trials = self.batch_run(run_index, batch)
+            runs.append(run)
+            trials.extend(run_trials)
+        run, run_trials = self.archived_run(archived)
+        runs.append(run)
+        trials.extend(run_trials)
+        return runs, trials
+
     def batch_run(self, run_index: int, tasks: list[TaskSpec]) -> tuple[RunFacts, list[TrialFacts]]:
         base = BATCH_BASE + timedelta(days=run_index)
         run_id = f"csb_synth_haiku_{base:%Y%m%d_%H%M%S}"
