@@ -493,67 +493,7 @@ def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[st
             "extra": {"is_sidechain": False},
         }
     )
-
-    def emit(messages: list[Message], sidechain: bool) -> None:
-        for msg in messages:
-            kinds: list[tuple[str, Call | None]] = []
-            if msg.thinking:
-                kinds.append(("thinking", None))
-            if msg.text:
-                kinds.append(("text", None))
-            kinds += [("tool", call) for call in atif_call_order(msg)]
-            for k, (kind, call) in enumerate(kinds):
-                last = k == len(kinds) - 1
-                when = meta.agent_start + timedelta(seconds=msg.start + 0.21 * k)
-                step: dict[str, Any] = {
-                    "step_id": len(steps) + 1,
-                    "timestamp": iso_ms(when),
-                    "source": "agent",
-                    "model_name": meta.model,
-                }
-                extra: dict[str, Any] = {}
-                if last:
-                    extra["stop_reason"] = "tool_use" if msg.calls else "end_turn"
-                extra["cwd"] = "/workspace"
-                extra["is_sidechain"] = sidechain
-                if kind == "thinking":
-                    step["message"] = ""
-                    step["reasoning_content"] = "null"
-                elif kind == "text":
-                    step["message"] = msg.text
-                else:
-                    assert call is not None
-                    order.append(call.id)
-                    step["message"] = f"Executed {call.name} {call.id}"
-                    step["tool_calls"] = [
-                        {
-                            "tool_call_id": call.id,
-                            "function_name": call.name,
-                            "arguments": call.input,
-                        }
-                    ]
-                    step["observation"] = {
-                        "results": [
-                            {"source_call_id": call.id, "content": _observation_content(call)}
-                        ]
-                    }
-                    extra["tool_use_name"] = call.name
-                    if not call.is_mcp:
-                        metadata = {
-                            "tool_use_result": call.tool_use_result,
-                            "raw_tool_result": _raw_result(call),
-                        }
-                        extra["tool_result_metadata"] = metadata
-                        extra["metadata"] = metadata
-                    extra["raw_arguments"] = call.input
-                step["metrics"] = _metrics(msg, last)
-                step["extra"] = extra
-                steps.append(step)
-                if call is not None and call.children:
-                    emit(call.children, True)
-
-    emit(plan.messages, False)
-    agent_steps = [s for s in steps if "metrics" in s]
+    _emit_steps(steps, order, plan.messages, False, meta)
     document = {
         "schema_version": "ATIF-v1.2",
         "session_id": meta.session_id,
@@ -564,24 +504,100 @@ def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[st
             "extra": {"cwds": ["/workspace"], "git_branches": ["master"]},
         },
         "steps": steps,
-        "final_metrics": {
-            "total_prompt_tokens": sum(s["metrics"]["prompt_tokens"] for s in agent_steps),
-            "total_completion_tokens": sum(s["metrics"]["completion_tokens"] for s in agent_steps),
-            "total_cached_tokens": sum(s["metrics"]["cached_tokens"] for s in agent_steps),
-            "total_steps": len(steps),
-            "extra": {
-                "service_tiers": ["standard"],
-                "total_cache_creation_input_tokens": sum(
-                    s["metrics"]["extra"]["cache_creation_input_tokens"] for s in agent_steps
-                ),
-                "total_cache_read_input_tokens": sum(
-                    s["metrics"]["extra"]["cache_read_input_tokens"] for s in agent_steps
-                ),
-            },
-        },
+        "final_metrics": _final_metrics(steps),
     }
     text = ascii_json(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode("utf-8"))
     return text.encode("ascii"), order
+
+
+def _emit_steps(
+    steps: list[dict[str, Any]],
+    order: list[str],
+    messages: list[Message],
+    sidechain: bool,
+    meta: SessionMeta,
+) -> None:
+    """Append one agent step per block of each message (thinking, text, each tool call in
+    :func:`atif_call_order`), a subagent's steps right after its ``Task`` call."""
+    for msg in messages:
+        kinds: list[tuple[str, Call | None]] = []
+        if msg.thinking:
+            kinds.append(("thinking", None))
+        if msg.text:
+            kinds.append(("text", None))
+        kinds += [("tool", call) for call in atif_call_order(msg)]
+        for k, (kind, call) in enumerate(kinds):
+            last = k == len(kinds) - 1
+            when = meta.agent_start + timedelta(seconds=msg.start + 0.21 * k)
+            step: dict[str, Any] = {
+                "step_id": len(steps) + 1,
+                "timestamp": iso_ms(when),
+                "source": "agent",
+                "model_name": meta.model,
+            }
+            extra: dict[str, Any] = {}
+            if last:
+                extra["stop_reason"] = "tool_use" if msg.calls else "end_turn"
+            extra["cwd"] = "/workspace"
+            extra["is_sidechain"] = sidechain
+            if kind == "thinking":
+                step["message"] = ""
+                step["reasoning_content"] = "null"
+            elif kind == "text":
+                step["message"] = msg.text
+            else:
+                assert call is not None
+                order.append(call.id)
+                _fill_tool_step(step, extra, call)
+            step["metrics"] = _metrics(msg, last)
+            step["extra"] = extra
+            steps.append(step)
+            if call is not None and call.children:
+                _emit_steps(steps, order, call.children, True, meta)
+
+
+def _fill_tool_step(step: dict[str, Any], extra: dict[str, Any], call: Call) -> None:
+    """A tool call's step: the call, its observation, and (local tools) the raw result."""
+    step["message"] = f"Executed {call.name} {call.id}"
+    step["tool_calls"] = [
+        {
+            "tool_call_id": call.id,
+            "function_name": call.name,
+            "arguments": call.input,
+        }
+    ]
+    step["observation"] = {
+        "results": [{"source_call_id": call.id, "content": _observation_content(call)}]
+    }
+    extra["tool_use_name"] = call.name
+    if not call.is_mcp:
+        metadata = {
+            "tool_use_result": call.tool_use_result,
+            "raw_tool_result": _raw_result(call),
+        }
+        extra["tool_result_metadata"] = metadata
+        extra["metadata"] = metadata
+    extra["raw_arguments"] = call.input
+
+
+def _final_metrics(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document's ``final_metrics``: token sums over the agent steps."""
+    agent_steps = [s for s in steps if "metrics" in s]
+    return {
+        "total_prompt_tokens": sum(s["metrics"]["prompt_tokens"] for s in agent_steps),
+        "total_completion_tokens": sum(s["metrics"]["completion_tokens"] for s in agent_steps),
+        "total_cached_tokens": sum(s["metrics"]["cached_tokens"] for s in agent_steps),
+        "total_steps": len(steps),
+        "extra": {
+            "service_tiers": ["standard"],
+            "total_cache_creation_input_tokens": sum(
+                s["metrics"]["extra"]["cache_creation_input_tokens"] for s in agent_steps
+            ),
+            "total_cache_read_input_tokens": sum(
+                s["metrics"]["extra"]["cache_read_input_tokens"] for s in agent_steps
+            ),
+        },
+    }
 
 
 # --------------------------------------------------------------------------------------
