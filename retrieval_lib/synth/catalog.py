@@ -569,6 +569,22 @@ def gt_key(repo: str, path: str, *, org: bool) -> str:
     return f"{repo.lower()}::{path.lower()}" if org else path.lower()
 
 
+#: Where each kind of ground truth is read from, and how much it is trusted.
+_GT_SOURCES: dict[str, tuple[str | None, str | None]] = {
+    "bare_list": ("tests/ground_truth.json", "high"),
+    "dict": ("tests/ground_truth.json", "high"),
+    "org": ("tests/ground_truth.json", "high"),
+    "defects": ("tests/expected_defects.json", "high"),
+    "defects_wrapped": ("tests/expected_defects.json", "high"),
+    "expected_changes": ("tests/expected_changes.json", "high"),
+    "reference_patch": ("tests/reference_fix.patch", "high"),
+    "split": ("tests/ground_truth.json", "high"),
+    "solve_sh": ("solution/solve.sh", "medium"),
+    "none": (None, None),
+    "curator": ("tests/ground_truth_agent.json", "medium"),
+}
+
+
 def build_task(index: int, seed: int) -> TaskSpec:
     """The task at ``index`` of a synthetic benchmark (deterministic in ``seed``).
 
@@ -595,65 +611,15 @@ def build_task(index: int, seed: int) -> TaskSpec:
     else:
         task_dirs = (f"{suite}/{name}",)
 
-    relevant: list[tuple[str, str]] = []
-    if kind == "org":
-        for profile in repos:
-            for path in rng.sample(profile.files, 2 if profile.short != "istio" else 3):
-                relevant.append((profile.short, path))
-    else:
-        count = rng.randint(2, 5)
-        pool = main.files
-        if kind not in ("bare_list", "split", "none"):
-            # Defects and edits live in code, not in docs.
-            pool = tuple(p for p in main.files if _file_language(main, p) != "text")
-        relevant = [(main.short, path) for path in rng.sample(pool, count)]
+    relevant = _relevant_files(rng, kind, repos)
     edit_files: tuple[tuple[str, str], ...] = ()
     if output == "edit":
         code = [rp for rp in relevant if _file_language(REPOS[rp[0]], rp[1]) != "text"]
         edit_files = tuple((code or relevant)[: max(1, min(2, len(code) or 1))])
         if kind == "dict":
             edit_files = edit_files[:1]
-    chunks: tuple[GroundTruthChunk, ...] = ()
-    if kind in ("defects", "defects_wrapped"):
-        made = []
-        for number_in_task, (repo, path) in enumerate(relevant):
-            centre = symbol_line(REPOS[repo], path, symbol)
-            made.append(
-                GroundTruthChunk(
-                    repo,
-                    path,
-                    max(1, centre - rng.randint(1, 4)),
-                    centre + rng.randint(2, 9),
-                    rng.choice(("null-deref", "off-by-one", "race-condition", "resource-leak")),
-                    f"Defect D{number_in_task + 1} around {symbol}",
-                )
-            )
-        chunks = tuple(made)
-    elif kind == "curator":
-        chunks = tuple(
-            GroundTruthChunk(
-                repo,
-                path,
-                max(1, symbol_line(REPOS[repo], path, symbol) - 2),
-                symbol_line(REPOS[repo], path, symbol) + rng.randint(4, 12),
-                None,
-                f"{symbol} and its callers",
-            )
-            for repo, path in relevant[:2]
-        )
-    gt_source, confidence = {
-        "bare_list": ("tests/ground_truth.json", "high"),
-        "dict": ("tests/ground_truth.json", "high"),
-        "org": ("tests/ground_truth.json", "high"),
-        "defects": ("tests/expected_defects.json", "high"),
-        "defects_wrapped": ("tests/expected_defects.json", "high"),
-        "expected_changes": ("tests/expected_changes.json", "high"),
-        "reference_patch": ("tests/reference_fix.patch", "high"),
-        "split": ("tests/ground_truth.json", "high"),
-        "solve_sh": ("solution/solve.sh", "medium"),
-        "none": (None, None),
-        "curator": ("tests/ground_truth_agent.json", "medium"),
-    }[kind]
+    chunks = _gt_chunks(rng, kind, relevant, symbol)
+    gt_source, confidence = _GT_SOURCES[kind]
     if kind in ("expected_changes", "reference_patch", "solve_sh"):
         # Patch-like sources name exactly the edited files.
         relevant = list(edit_files)
@@ -676,6 +642,61 @@ def build_task(index: int, seed: int) -> TaskSpec:
     )
     task.instruction = _instruction(task)
     return task
+
+
+def _relevant_files(
+    rng: random.Random, kind: str, repos: tuple[RepoProfile, ...]
+) -> list[tuple[str, str]]:
+    """The task's relevant ``(repo, path)`` files: two or three per repository of an org
+    task, else two to five of the one repository (code only when defects or edits)."""
+    relevant: list[tuple[str, str]] = []
+    if kind == "org":
+        for profile in repos:
+            for path in rng.sample(profile.files, 2 if profile.short != "istio" else 3):
+                relevant.append((profile.short, path))
+        return relevant
+    main = repos[0]
+    count = rng.randint(2, 5)
+    pool = main.files
+    if kind not in ("bare_list", "split", "none"):
+        # Defects and edits live in code, not in docs.
+        pool = tuple(p for p in main.files if _file_language(main, p) != "text")
+    return [(main.short, path) for path in rng.sample(pool, count)]
+
+
+def _gt_chunks(
+    rng: random.Random, kind: str, relevant: list[tuple[str, str]], symbol: str
+) -> tuple[GroundTruthChunk, ...]:
+    """Line ranges of the ground truth: a defect around ``symbol`` in each relevant file,
+    or (curator tasks) the symbol and its callers in the first two."""
+    if kind in ("defects", "defects_wrapped"):
+        made = []
+        for number_in_task, (repo, path) in enumerate(relevant):
+            centre = symbol_line(REPOS[repo], path, symbol)
+            made.append(
+                GroundTruthChunk(
+                    repo,
+                    path,
+                    max(1, centre - rng.randint(1, 4)),
+                    centre + rng.randint(2, 9),
+                    rng.choice(("null-deref", "off-by-one", "race-condition", "resource-leak")),
+                    f"Defect D{number_in_task + 1} around {symbol}",
+                )
+            )
+        return tuple(made)
+    if kind == "curator":
+        return tuple(
+            GroundTruthChunk(
+                repo,
+                path,
+                max(1, symbol_line(REPOS[repo], path, symbol) - 2),
+                symbol_line(REPOS[repo], path, symbol) + rng.randint(4, 12),
+                None,
+                f"{symbol} and its callers",
+            )
+            for repo, path in relevant[:2]
+        )
+    return ()
 
 
 def _instruction(task: TaskSpec) -> str:
