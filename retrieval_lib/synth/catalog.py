@@ -18,6 +18,7 @@ import random
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "GT_KINDS",
@@ -846,106 +847,142 @@ def write_task_definition(task: TaskSpec, benchmarks_root: Path) -> list[Path]:
         main_dir / "instruction.md": task.instruction,
         main_dir / "tests" / "test.sh": _test_sh(task),
     }
-    org = task.is_org
-    paths = [p for _, p in task.relevant]
-    if task.kind == "bare_list":
-        listed = [*paths, paths[0]]  # real lists carry duplicates
-        files[gt_dir / "tests" / "ground_truth.json"] = json.dumps(listed, indent=2) + "\n"
-    elif task.kind in ("dict", "split"):
-        body: dict = {"files": paths}
-        if task.kind == "dict":
-            body["symbols"] = [
-                {"file": p, "symbol": task.symbol, "repo": task.repos[0].upstream}
-                for p in paths[:2]
-            ]
-            body["expected_edit_files"] = [p for _, p in task.edit_files]
-        body["description"] = f"Files relevant to {task.symbol}"
-        files[gt_dir / "tests" / "ground_truth.json"] = json.dumps(body, indent=2) + "\n"
-    elif org:
-        body = {
-            "files": [f"{r}::{p}" for r, p in task.relevant],
-            "symbols": [
-                {"file": p, "symbol": REPOS[r].symbols[0], "repo": r} for r, p in task.relevant[:3]
-            ],
-            "description": "Dependency chain across istio, go-control-plane and data-plane-api",
-        }
-        files[gt_dir / "tests" / "ground_truth.json"] = json.dumps(body, indent=2) + "\n"
-    elif task.kind in ("defects", "defects_wrapped"):
-        defects = [
-            {
-                "id": f"D{i + 1}",
-                "file": c.path,
-                "line_start": c.line_start,
-                "line_end": c.line_end,
-                "defect_type": c.defect_type,
-                "severity": "high" if i == 0 else "medium",
-                "description": c.annotation,
-            }
-            for i, c in enumerate(task.chunks)
-        ]
-        value = {"defects": defects} if task.kind == "defects_wrapped" else defects
-        files[gt_dir / "tests" / "expected_defects.json"] = json.dumps(value, indent=2) + "\n"
-    elif task.kind == "expected_changes":
-        body = {
-            "task_id": task.name,
-            "expected_files": paths,
-            "min_files_changed": len(paths),
-        }
-        files[gt_dir / "tests" / "expected_changes.json"] = json.dumps(body, indent=2) + "\n"
-    elif task.kind == "curator":
-        body = {
-            "files": paths,
-            "symbols": [
-                {"file": p, "symbol": task.symbol, "repo": task.repos[0].upstream}
-                for p in paths[:1]
-            ],
-            "chunks": [
-                {
-                    "file": c.path,
-                    "line_start": c.line_start,
-                    "line_end": c.line_end,
-                    "annotation": c.annotation,
-                }
-                for c in task.chunks
-            ],
-            "expected_edit_files": [],
-        }
-        meta = {
-            "has_ground_truth": True,
-            "has_chunk_ground_truth": True,
-            "ground_truth_source": "curator_agent",
-            "ground_truth_confidence": "medium",
-            "task_name": task.name,
-            "curator_agent_version": "2.0",
-            "model": "claude-opus-4-6",
-            "backend": "hybrid",
-            "timestamp": "2026-03-04T00:11:31Z",
-            "files_count": len(paths),
-            "edit_files_count": 0,
-            "chunks_count": len(task.chunks),
-            "symbols_count": 1,
-            "cost_usd": 0.36359250000000004,
-            "elapsed_sec": 49.1,
-            "exploration_notes": f"Traced {task.symbol} through its definition and callers.",
-        }
-        files[gt_dir / "tests" / "ground_truth_agent.json"] = json.dumps(body, indent=2) + "\n"
-        files[gt_dir / "tests" / "ground_truth_meta.json"] = json.dumps(meta, indent=2) + "\n"
-    elif task.kind == "reference_patch":
-        files[gt_dir / "tests" / "reference_fix.patch"] = _diff(task)
-    elif task.kind == "solve_sh":
-        files[main_dir / "solution" / "solve.sh"] = (
-            "#!/bin/bash\n"
-            f"# Gold patch for {task.name}\n"
-            "set -euo pipefail\n"
-            "cd /workspace\n"
-            "git apply --whitespace=nowarn <<'PATCH'\n"
-            f"{_diff(task)}"
-            "PATCH\n"
-            'echo "gold patch applied"\n'
-        )
+    files.update(_ground_truth_files(task, main_dir, gt_dir))
     written = []
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode("utf-8"))
         written.append(path)
     return written
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2) + "\n"
+
+
+def _ground_truth_files(task: TaskSpec, main_dir: Path, gt_dir: Path) -> dict[Path, str]:
+    """The file(s) holding the task's ground truth, in the shape of its kind."""
+    tests = gt_dir / "tests"
+    paths = [p for _, p in task.relevant]
+    if task.kind == "bare_list":
+        return {tests / "ground_truth.json": _json([*paths, paths[0]])}  # with a duplicate
+    if task.kind in ("dict", "split"):
+        return {tests / "ground_truth.json": _json(_files_ground_truth(task, paths))}
+    if task.is_org:
+        return {tests / "ground_truth.json": _json(_org_ground_truth(task))}
+    if task.kind in ("defects", "defects_wrapped"):
+        defects = _defects(task)
+        value = {"defects": defects} if task.kind == "defects_wrapped" else defects
+        return {tests / "expected_defects.json": _json(value)}
+    if task.kind == "expected_changes":
+        body = {
+            "task_id": task.name,
+            "expected_files": paths,
+            "min_files_changed": len(paths),
+        }
+        return {tests / "expected_changes.json": _json(body)}
+    if task.kind == "curator":
+        return {
+            tests / "ground_truth_agent.json": _json(_curator_ground_truth(task, paths)),
+            tests / "ground_truth_meta.json": _json(_curator_meta(task, paths)),
+        }
+    if task.kind == "reference_patch":
+        return {tests / "reference_fix.patch": _diff(task)}
+    if task.kind == "solve_sh":
+        return {main_dir / "solution" / "solve.sh": _solve_sh(task)}
+    return {}
+
+
+def _files_ground_truth(task: TaskSpec, paths: list[str]) -> dict[str, Any]:
+    """``ground_truth.json`` as a dict of files (with symbols and edit files for ``dict``)."""
+    body: dict[str, Any] = {"files": paths}
+    if task.kind == "dict":
+        body["symbols"] = [
+            {"file": p, "symbol": task.symbol, "repo": task.repos[0].upstream} for p in paths[:2]
+        ]
+        body["expected_edit_files"] = [p for _, p in task.edit_files]
+    body["description"] = f"Files relevant to {task.symbol}"
+    return body
+
+
+def _org_ground_truth(task: TaskSpec) -> dict[str, Any]:
+    """``ground_truth.json`` of a multi-repository task: ``repo::path`` keys."""
+    return {
+        "files": [f"{r}::{p}" for r, p in task.relevant],
+        "symbols": [
+            {"file": p, "symbol": REPOS[r].symbols[0], "repo": r} for r, p in task.relevant[:3]
+        ],
+        "description": "Dependency chain across istio, go-control-plane and data-plane-api",
+    }
+
+
+def _defects(task: TaskSpec) -> list[dict[str, Any]]:
+    """The entries of ``expected_defects.json``, one per ground-truth chunk."""
+    return [
+        {
+            "id": f"D{i + 1}",
+            "file": c.path,
+            "line_start": c.line_start,
+            "line_end": c.line_end,
+            "defect_type": c.defect_type,
+            "severity": "high" if i == 0 else "medium",
+            "description": c.annotation,
+        }
+        for i, c in enumerate(task.chunks)
+    ]
+
+
+def _curator_ground_truth(task: TaskSpec, paths: list[str]) -> dict[str, Any]:
+    """``ground_truth_agent.json``: files, a symbol and annotated chunks."""
+    return {
+        "files": paths,
+        "symbols": [
+            {"file": p, "symbol": task.symbol, "repo": task.repos[0].upstream} for p in paths[:1]
+        ],
+        "chunks": [
+            {
+                "file": c.path,
+                "line_start": c.line_start,
+                "line_end": c.line_end,
+                "annotation": c.annotation,
+            }
+            for c in task.chunks
+        ],
+        "expected_edit_files": [],
+    }
+
+
+def _curator_meta(task: TaskSpec, paths: list[str]) -> dict[str, Any]:
+    """``ground_truth_meta.json``: what the curator agent says about its ground truth."""
+    return {
+        "has_ground_truth": True,
+        "has_chunk_ground_truth": True,
+        "ground_truth_source": "curator_agent",
+        "ground_truth_confidence": "medium",
+        "task_name": task.name,
+        "curator_agent_version": "2.0",
+        "model": "claude-opus-4-6",
+        "backend": "hybrid",
+        "timestamp": "2026-03-04T00:11:31Z",
+        "files_count": len(paths),
+        "edit_files_count": 0,
+        "chunks_count": len(task.chunks),
+        "symbols_count": 1,
+        "cost_usd": 0.36359250000000004,
+        "elapsed_sec": 49.1,
+        "exploration_notes": f"Traced {task.symbol} through its definition and callers.",
+    }
+
+
+def _solve_sh(task: TaskSpec) -> str:
+    """``solution/solve.sh``: a script that applies the gold patch."""
+    return (
+        "#!/bin/bash\n"
+        f"# Gold patch for {task.name}\n"
+        "set -euo pipefail\n"
+        "cd /workspace\n"
+        "git apply --whitespace=nowarn <<'PATCH'\n"
+        f"{_diff(task)}"
+        "PATCH\n"
+        'echo "gold patch applied"\n'
+    )
