@@ -20,14 +20,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_lib.synth.catalog import (
-    REPOS,
-    RepoProfile,
-    TaskSpec,
-    file_lines,
-    symbol_line,
-    total_lines,
-)
+from retrieval_lib.synth.catalog import TaskSpec
+from retrieval_lib.synth.repos import REPOS, RepoProfile, file_lines, symbol_line, total_lines
 
 __all__ = ["Call", "Message", "TrialPlan", "category_of", "plan_trial"]
 

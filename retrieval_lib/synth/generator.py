@@ -30,7 +30,7 @@ from typing import Any
 
 from retrieval_lib.errors import InputError
 from retrieval_lib.synth.agent import Call, Message, TrialPlan, plan_trial
-from retrieval_lib.synth.catalog import TaskSpec, build_task, patch_hunks, write_task_definition
+from retrieval_lib.synth.catalog import TaskSpec, build_task
 from retrieval_lib.synth.formats import (
     SessionMeta,
     atif_call_order,
@@ -51,6 +51,7 @@ from retrieval_lib.synth.manifest import (
     TrialFacts,
 )
 from retrieval_lib.synth.readme import readme_text
+from retrieval_lib.synth.task_files import patch_hunks, write_task_definition
 
 __all__ = [
     "BASELINE_CONFIG",
