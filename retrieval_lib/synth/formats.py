@@ -180,7 +180,7 @@ def transcript_lines(
     Examples
     --------
     >>> from datetime import datetime
-    >>> from retrieval_lib.synth.agent import plan_trial
+    >>> from retrieval_lib.synth.plan import plan_trial
     >>> from retrieval_lib.synth.catalog import build_task
     >>> plan = plan_trial(build_task(0, 0), random.Random(1), mcp=False, skill=0.8)
     >>> meta = SessionMeta("s", "claude-haiku-4-5-20251001", "2.1.62", False, True, "x", datetime(2026, 3, 1))

@@ -1,7 +1,7 @@
 """One trial's files: the agent's planned work written as traces, ``result.json`` and
 ``verifier/reward.txt``, and the facts those files contain.
 
-:class:`TrialWriter` plans a trial (:func:`retrieval_lib.synth.agent.plan_trial`),
+:class:`TrialWriter` plans a trial (:func:`retrieval_lib.synth.plan.plan_trial`),
 writes its files in the shape its :class:`Variant` asks for (transcript, trajectory,
 both or none; cut off; behind shell banner lines) and returns its
 :class:`~retrieval_lib.synth.manifest.TrialFacts`. :mod:`retrieval_lib.synth.generator`
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from retrieval_lib.synth.agent import Call, Message, TrialPlan, plan_trial
+from retrieval_lib.synth.agent import Call, Message, TrialPlan
 from retrieval_lib.synth.catalog import TaskSpec
 from retrieval_lib.synth.formats import (
     SessionMeta,
@@ -30,6 +30,7 @@ from retrieval_lib.synth.formats import (
     uuid4,
 )
 from retrieval_lib.synth.manifest import CallFacts, TrialFacts
+from retrieval_lib.synth.plan import plan_trial
 
 __all__ = [
     "BASELINE_CONFIG",
