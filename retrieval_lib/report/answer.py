@@ -520,35 +520,12 @@ def answer_table(
     metrics = [str(m) for m in params.get("metrics", []) if str(m) not in _OUTCOMES]
     rows: list[tuple[str, str, str]] = []
     if impact.pairs.empty:
-        configs = sorted(
-            {str(c) for c in impact.config_summary.get("config_name", pd.Series(dtype=object))}
-        )
-        listed = ", ".join(configs) if configs else "none"
-        rows.append(
-            (
-                "reward",
-                "Reward: no baseline/treatment pair could be formed (configs: "
-                f"{listed}), so the report cannot say whether a config changes the reward.",
-                sections.matched,
-            )
-        )
+        rows.append(("reward", _no_pair_sentence(impact), sections.matched))
     for pair in impact.pairs.itertuples(index=False):
-        comparisons = impact.comparisons
-        for topic, label in (("reward", "Reward"), ("passed", "Pass rate")):
-            row = _comparison_row(comparisons, pair, topic)
-            extra = _mcnemar_text(impact, pair) if topic == "passed" and row is not None else ""
-            if topic == "passed" and row is None:
-                continue
-            text = _outcome_sentence(
-                label, row, pair, impact.per_task, alpha=alpha, level=level, extra=extra
-            )
-            rows.append((topic, text, sections.matched))
-        power = _power_sentence(_comparison_row(comparisons, pair, "reward"), pair, "Reward")
-        if power is not None:
-            rows.append(("tasks_needed", power, sections.matched))
-        if metrics:
-            text = _retrieval_sentence(comparisons, pair, metrics, alpha=alpha, level=level)
-            rows.append(("retrieval", text, sections.matched))
+        rows += [
+            (topic, text, sections.matched)
+            for topic, text in _pair_sentences(impact, pair, metrics, alpha=alpha, level=level)
+        ]
     rows.append(
         (
             "association",
@@ -574,6 +551,44 @@ def answer_table(
     ):
         rows.append(("caveat", text, target[where]))
     return pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
+
+
+def _no_pair_sentence(impact: ImpactResult) -> str:
+    """Why the report cannot say whether a config changes the reward: no pair formed."""
+    configs = sorted(
+        {str(c) for c in impact.config_summary.get("config_name", pd.Series(dtype=object))}
+    )
+    listed = ", ".join(configs) if configs else "none"
+    return (
+        "Reward: no baseline/treatment pair could be formed (configs: "
+        f"{listed}), so the report cannot say whether a config changes the reward."
+    )
+
+
+def _pair_sentences(
+    impact: ImpactResult, pair: Any, metrics: list[str], *, alpha: float, level: float
+) -> list[tuple[str, str]]:
+    """``(topic, sentence)`` of one baseline/treatment pair: reward, pass rate, tasks
+    needed, retrieval."""
+    comparisons = impact.comparisons
+    out: list[tuple[str, str]] = []
+    for topic, label in (("reward", "Reward"), ("passed", "Pass rate")):
+        row = _comparison_row(comparisons, pair, topic)
+        extra = _mcnemar_text(impact, pair) if topic == "passed" and row is not None else ""
+        if topic == "passed" and row is None:
+            continue
+        text = _outcome_sentence(
+            label, row, pair, impact.per_task, alpha=alpha, level=level, extra=extra
+        )
+        out.append((topic, text))
+    power = _power_sentence(_comparison_row(comparisons, pair, "reward"), pair, "Reward")
+    if power is not None:
+        out.append(("tasks_needed", power))
+    if metrics:
+        out.append(
+            ("retrieval", _retrieval_sentence(comparisons, pair, metrics, alpha=alpha, level=level))
+        )
+    return out
 
 
 def answer_markdown(answer: pd.DataFrame) -> str:

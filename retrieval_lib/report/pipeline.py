@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from retrieval_lib.errors import InputError, ReportError
 
 if TYPE_CHECKING:
+    from retrieval_lib.report.execute import ReportResult
+    from retrieval_lib.stats.impact import ImpactRun
     from retrieval_lib.study import Study, StudyOptions
 
 __all__ = [
@@ -229,32 +231,10 @@ def run_pipeline(
     """
     from retrieval_lib.events.document import EVENTS_DIRNAME
     from retrieval_lib.stats.impact import run_impact
-    from retrieval_lib.stats.paired import matched_summary
     from retrieval_lib.study.loader import prepare_runs
 
-    values = dict(params or {})
-    notebook = None
-    if report:
-        from retrieval_lib.report.params import (
-            check_parameters,
-            notebook_parameters,
-            resolve_notebook,
-        )
-
-        notebook = resolve_notebook("run_analysis")
-        # Fail on a bad parameter before the (slower) normalisation starts.
-        values = check_parameters(values, notebook_parameters(notebook), notebook=notebook.name)
-    # The written retrieval_impact.json is made with the report's values (given or the
-    # notebook's defaults), so the report shows it instead of recomputing it.
-    from retrieval_lib.report.params import schema_defaults
-
-    effective = {**schema_defaults("run_analysis"), **values}
-    impact_options = {
-        arg: effective[name]
-        for name, arg in IMPACT_PARAMETERS.items()
-        if effective.get(name) not in (None, "")
-    }
-
+    values, notebook = _checked_parameters(params, report)
+    impact_options = _impact_options(values)
     out_root = Path(out)
     prepared = prepare_runs(list(paths), tasks_root, out=out_root, workers=workers, log=log)
     for name, reason in prepared.evaluate_failures:
@@ -280,37 +260,96 @@ def run_pipeline(
     failures: list[str] = []
     for run_dir in run_dirs:
         impact = run_impact([run_dir], **impact_options)
-        for result in impact.results.values():
-            for pair in result.pairs.to_dict("records"):
-                log(
-                    f"matched {run_dir.name}, {pair['baseline']} vs {pair['treatment']}: "
-                    + matched_summary(
-                        int(pair["n_matched"]),
-                        int(pair["n_harness_unverified"]),
-                        strict=bool(impact_options.get("strict_harness_version", False)),
-                    )
-                )
+        _log_matched(run_dir, impact, impact_options, log)
         html = nb = None
         if notebook is not None:
-            from retrieval_lib.report.execute import render_report
-
-            run_values = dict(values)
-            run_values["run_dir"] = str(run_dir.resolve())
-            run_values["output_dir"] = str(run_dir.resolve())
-            if tasks_root is not None:
-                run_values["tasks_root"] = str(Path(tasks_root).resolve())
-            try:
-                rendered = render_report(notebook, run_values, run_dir)
-            except ReportError as exc:
-                # The other runs still get their reports; the failures are raised at the end.
-                log(f"report of {run_dir.name} failed: {exc}")
-                failures.append(f"{run_dir.name}: {exc}")
-            else:
+            rendered = _render_run(notebook, values, run_dir, tasks_root, failures, log)
+            if rendered is not None:
                 html, nb = rendered.html, rendered.notebook
-                log(f"report: {html}")
         results.append(PipelineResult(run_dir.name, run_dir, html, nb))
     if failures:
         raise ReportError(
             f"{len(failures)} of {len(run_dirs)} report(s) failed: " + " | ".join(failures)
         )
     return results
+
+
+def _checked_parameters(
+    params: dict[str, Any] | None, report: bool
+) -> tuple[dict[str, Any], Path | None]:
+    """The notebook parameters, checked against ``run_analysis`` before anything runs
+    (when reporting), and that notebook (``None`` without a report)."""
+    values = dict(params or {})
+    if not report:
+        return values, None
+    from retrieval_lib.report.params import (
+        check_parameters,
+        notebook_parameters,
+        resolve_notebook,
+    )
+
+    notebook = resolve_notebook("run_analysis")
+    # Fail on a bad parameter before the (slower) normalisation starts.
+    values = check_parameters(values, notebook_parameters(notebook), notebook=notebook.name)
+    return values, notebook
+
+
+def _impact_options(values: dict[str, Any]) -> dict[str, Any]:
+    """Arguments of :func:`~retrieval_lib.stats.impact.run_impact` from the report's values.
+
+    The written retrieval_impact.json is made with the report's values (given or the
+    notebook's defaults), so the report shows it instead of recomputing it.
+    """
+    from retrieval_lib.report.params import schema_defaults
+
+    effective = {**schema_defaults("run_analysis"), **values}
+    return {
+        arg: effective[name]
+        for name, arg in IMPACT_PARAMETERS.items()
+        if effective.get(name) not in (None, "")
+    }
+
+
+def _log_matched(
+    run_dir: Path, impact: ImpactRun, impact_options: dict[str, Any], log: Callable[[str], None]
+) -> None:
+    """One line per baseline/treatment pair: how many tasks were matched."""
+    from retrieval_lib.stats.paired import matched_summary
+
+    for result in impact.results.values():
+        for pair in result.pairs.to_dict("records"):
+            log(
+                f"matched {run_dir.name}, {pair['baseline']} vs {pair['treatment']}: "
+                + matched_summary(
+                    int(pair["n_matched"]),
+                    int(pair["n_harness_unverified"]),
+                    strict=bool(impact_options.get("strict_harness_version", False)),
+                )
+            )
+
+
+def _render_run(
+    notebook: Path,
+    values: dict[str, Any],
+    run_dir: Path,
+    tasks_root: str | Path | None,
+    failures: list[str],
+    log: Callable[[str], None],
+) -> ReportResult | None:
+    """Render one run's report; a failure is logged and added to ``failures`` (the other
+    runs still get their reports; the failures are raised at the end), giving ``None``."""
+    from retrieval_lib.report.execute import render_report
+
+    run_values = dict(values)
+    run_values["run_dir"] = str(run_dir.resolve())
+    run_values["output_dir"] = str(run_dir.resolve())
+    if tasks_root is not None:
+        run_values["tasks_root"] = str(Path(tasks_root).resolve())
+    try:
+        rendered = render_report(notebook, run_values, run_dir)
+    except ReportError as exc:
+        log(f"report of {run_dir.name} failed: {exc}")
+        failures.append(f"{run_dir.name}: {exc}")
+        return None
+    log(f"report: {rendered.html}")
+    return rendered

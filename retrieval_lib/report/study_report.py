@@ -272,23 +272,11 @@ def run_study(
     InputError, ReportError
         Bad inputs or parameters (before anything runs), or a failing notebook cell.
     """
-    import importlib.util
-
-    from retrieval_lib.io import atomic_write_json, now_iso
-    from retrieval_lib.report.params import check_parameters, check_schema, resolve_notebook
     from retrieval_lib.study import load_evaluated
-    from retrieval_lib.study.families import config_families
+    from retrieval_lib.study.compare import write_comparison
     from retrieval_lib.study.loader import prepare_runs
 
-    values = dict(params or {})
-    notebook = resolve_notebook("study") if report else None
-    if notebook is not None:
-        values = check_parameters(values, study_parameters(), notebook=notebook.name)
-    else:  # the parameters still set the study's options: the same checks
-        values = check_schema(values, "study")
-    mapping = dict(values.get("config_map") or {})
-    mapping.update(config_map or {})
-    config_families(mapping)  # refuse a bad entry before the slow part
+    values, mapping, notebook = _checked_parameters(params, config_map, report)
     out_root = Path(out)
     study_dir = out_root / STUDY_DIRNAME
     warning = replaced_study_warning(study_dir, paths, tasks_root)
@@ -299,30 +287,9 @@ def run_study(
             list(paths), tasks_root, out=out_root, workers=workers, log=log, verify=verify
         )
     study = load_evaluated(prepared.events_dirs, config_map=mapping, options=study_options(values))
-    manifest = atomic_write_json(
-        study_dir / MANIFEST_FILENAME,
-        {
-            "events_dirs": [str(Path(p).resolve()) for p in prepared.events_dirs],
-            "paths": [str(Path(p).resolve()) for p in paths],
-            "tasks_root": None if tasks_root is None else str(Path(tasks_root).resolve()),
-            "config_map": mapping,
-            "created": now_iso(),
-        },
-    )
+    manifest = _write_manifest(study_dir, prepared.events_dirs, paths, tasks_root, mapping)
     written = write_study_tables(study, study_dir / "tables")
-    if importlib.util.find_spec("pyarrow") is not None:
-        # every section computed here, once; the notebook reads them (never the runs)
-        from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
-
-        sections = compute_sections(
-            study, timeline_requests(str(values.get("timeline_tasks") or ""))
-        )
-        written += write_sections(sections, study_dir / "tables", skip=("trials", "pairs", "tools"))
-    elif notebook is not None:
-        raise InputError("the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')")
-
-    from retrieval_lib.study.compare import write_comparison
-
+    written += _write_sections(study, study_dir, values, needed=notebook is not None)
     written += write_comparison(study.compare(), study_dir / "tables")  # compare.{md,tex}
     log(
         f"study: {len(study.trials)} trials in {study.trials['run_id'].nunique()} run(s), "
@@ -340,3 +307,64 @@ def run_study(
         html, nb = rendered.html, rendered.notebook
         log(f"study report: {html}")
     return StudyReport(study_dir, manifest, written, html, nb, study)
+
+
+def _checked_parameters(
+    params: Mapping[str, Any] | None, config_map: Mapping[str, str] | None, report: bool
+) -> tuple[dict[str, Any], dict[str, str], Path | None]:
+    """The study's parameters and config map, checked before anything runs, and the study
+    notebook (``None`` without a report)."""
+    from retrieval_lib.report.params import check_parameters, check_schema, resolve_notebook
+    from retrieval_lib.study.families import config_families
+
+    values = dict(params or {})
+    notebook = resolve_notebook("study") if report else None
+    if notebook is not None:
+        values = check_parameters(values, study_parameters(), notebook=notebook.name)
+    else:  # the parameters still set the study's options: the same checks
+        values = check_schema(values, "study")
+    mapping = dict(values.get("config_map") or {})
+    mapping.update(config_map or {})
+    config_families(mapping)  # refuse a bad entry before the slow part
+    return values, mapping, notebook
+
+
+def _write_manifest(
+    study_dir: Path,
+    events_dirs: Sequence[str | os.PathLike[str]],
+    paths: Sequence[str | os.PathLike[str]],
+    tasks_root: str | os.PathLike[str] | None,
+    mapping: dict[str, str],
+) -> Path:
+    """Write the study manifest (what the study pooled, and how); return its path."""
+    from retrieval_lib.io import atomic_write_json, now_iso
+
+    return atomic_write_json(
+        study_dir / MANIFEST_FILENAME,
+        {
+            "events_dirs": [str(Path(p).resolve()) for p in events_dirs],
+            "paths": [str(Path(p).resolve()) for p in paths],
+            "tasks_root": None if tasks_root is None else str(Path(tasks_root).resolve()),
+            "config_map": mapping,
+            "created": now_iso(),
+        },
+    )
+
+
+def _write_sections(
+    study: Study, study_dir: Path, values: Mapping[str, Any], *, needed: bool
+) -> list[Path]:
+    """Every section the notebook shows, computed here once (the notebook reads them,
+    never the runs); they need pyarrow, an error only when a report is ``needed``."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        if needed:
+            raise InputError(
+                "the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')"
+            )
+        return []
+    from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
+
+    sections = compute_sections(study, timeline_requests(str(values.get("timeline_tasks") or "")))
+    return write_sections(sections, study_dir / "tables", skip=("trials", "pairs", "tools"))

@@ -1,15 +1,15 @@
-"""A simulated coding agent: what it searches, reads and writes in one trial.
+"""A simulated coding agent's tool calls, as a real Claude Code agent makes them.
 
-:func:`plan_trial` decides, from a latent skill and a seeded RNG, which relevant files
-the agent's searches surface, which it reads, and what it writes, then renders each
-step as the tool call a real Claude Code agent makes: ``Grep``/``Glob``/``Read``/``Bash``
-for local (baseline) agents, Sourcegraph MCP tools for MCP agents, ``Task`` subagents
-with nested calls, ``TodoWrite``, ``Write``/``Edit``. The result is a list of
-:class:`Message` objects (one per API message) whose :class:`Call` objects carry the
-exact tool input, the tool result in the transcript's shapes, and the ground-truth
-facts of the call (files named in arguments, files returned, files read, files written)
-expressed as normalised keys. :mod:`retrieval_lib.synth.formats` writes the messages as
-``claude-code.txt`` and ``trajectory.json``.
+:class:`ToolCallBuilder` renders abstract actions (search these files, read that one,
+write the output) as the tool call a real Claude Code agent makes: ``Grep``/``Glob``/
+``Read``/``Bash`` for local (baseline) agents, Sourcegraph MCP tools for MCP agents,
+``Task`` subagents, ``TodoWrite``, ``Write``/``Edit``. Each :class:`Call` carries the
+exact tool input, the tool result in the transcript's shapes, and the ground-truth facts
+of the call (files named in arguments, files returned, files read, files written)
+expressed as normalised keys; :class:`Message` groups the calls of one API message.
+:mod:`retrieval_lib.synth.plan` decides which actions a trial has;
+:mod:`retrieval_lib.synth.formats` writes the messages as ``claude-code.txt`` and
+``trajectory.json``.
 """
 
 from __future__ import annotations
@@ -20,17 +20,19 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval_lib.synth.catalog import (
-    REPOS,
-    RepoProfile,
-    TaskSpec,
-    file_lines,
-    symbol_line,
-    total_lines,
-)
+from retrieval_lib.synth.catalog import TaskSpec
+from retrieval_lib.synth.repos import REPOS, RepoProfile, file_lines, symbol_line, total_lines
 from retrieval_lib.traces.tools import classify_tool
 
-__all__ = ["Call", "Message", "TrialPlan", "category_of", "plan_trial"]
+__all__ = [
+    "SYSTEM_REMINDER",
+    "AgentFile",
+    "Call",
+    "Message",
+    "ToolCallBuilder",
+    "TrialPlan",
+    "category_of",
+]
 
 _ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -168,7 +170,9 @@ class _Ids:
 
 
 @dataclass(frozen=True)
-class _File:
+class AgentFile:
+    """A file of the task's repositories: short repository name and path."""
+
     repo: str
     path: str
 
@@ -177,7 +181,11 @@ class _File:
         return REPOS[self.repo]
 
 
-class _Builder:
+#: The search styles answered by a Sourcegraph MCP search tool of the same name.
+_SOURCEGRAPH_SEARCHES = ("keyword_search", "nls_search", "find_references")
+
+
+class ToolCallBuilder:
     """Renders abstract actions (search, list, read, write) as concrete tool calls."""
 
     def __init__(
@@ -196,17 +204,17 @@ class _Builder:
         self.prefix = "mcp__sourcegraph__sg_" if sg_infix else "mcp__sourcegraph__"
         self.span = span
         self.org = task.is_org
-        self.relevant_files: frozenset[_File] = frozenset()
-        self.all_files: tuple[_File, ...] = ()
+        self.relevant_files: frozenset[AgentFile] = frozenset()
+        self.all_files: tuple[AgentFile, ...] = ()
 
     # -- naming --------------------------------------------------------------------------
-    def key(self, f: _File) -> str:
+    def key(self, f: AgentFile) -> str:
         return self.task.key(f.repo, f.path)
 
-    def local_path(self, f: _File) -> str:
+    def local_path(self, f: AgentFile) -> str:
         return f"/workspace/{f.repo}/{f.path}" if self.org else f"/workspace/{f.path}"
 
-    def relative_path(self, f: _File) -> str:
+    def relative_path(self, f: AgentFile) -> str:
         return f"{f.repo}/{f.path}" if self.org else f.path
 
     def call(
@@ -226,6 +234,27 @@ class _Builder:
             **kw,
         )
 
+    def message(
+        self,
+        calls: list[Call],
+        thinking: str | None = None,
+        text: str | None = None,
+        parent: str | None = None,
+    ) -> Message:
+        """One API message holding ``calls`` (made by the subagent ``parent`` if given)."""
+        for c in calls:
+            c.parent_id = parent
+        return Message(
+            id=self.ids.message(),
+            thinking=thinking,
+            signature=self.ids.signature(self.rng.randint(48, 120)) if thinking else "",
+            text=text,
+            calls=calls,
+            parent_id=parent,
+            output_tokens=self.rng.randint(60, 520),
+            placeholder_output=self.rng.choice((1, 1, 2, 3, 4, 6, 7)),
+        )
+
     # -- shell ---------------------------------------------------------------------------
     def bash(self, command: str, stdout: str, *, description: str | None = None, **kw: Any) -> Call:
         tool_input: dict[str, Any] = {"command": command}
@@ -242,169 +271,191 @@ class _Builder:
 
     # -- searches ------------------------------------------------------------------------
     def _snippet(
-        self, f: _File, around: int, symbol: str | None, width: int = 3
+        self, f: AgentFile, around: int, symbol: str | None, width: int = 3
     ) -> tuple[int, int, list[str]]:
         last = total_lines(f.profile, f.path)
         start = max(1, around - 1)
         end = min(last, start + width)
         return start, end, file_lines(f.profile, f.path, start, end, symbol)
 
-    def search(self, files: list[_File], style: str) -> Call:
+    def search(self, files: list[AgentFile], style: str) -> Call:
         """A search whose result lists ``files`` (in order)."""
-        symbol = self.task.symbol
         keys = [self.key(f) for f in files]
-        if style == "grep_files":
-            names = [self.relative_path(f) for f in files]
-            tool_input: dict[str, Any] = {"pattern": symbol, "output_mode": "files_with_matches"}
-            if self.rng.random() < 0.4 and not self.org:
-                tool_input = {
-                    "pattern": symbol,
-                    "type": self.task.repos[0].language[:2],
-                    "output_mode": "files_with_matches",
-                }
-            content = (
-                f"Found {len(names)} files\n" + "\n".join(names) if names else "No files found"
-            )
-            result = {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)}
-            return self.call("Grep", tool_input, content, result, result_keys=keys)
-        if style == "grep_content":
-            out: list[str] = []
-            for f in files:
-                where = symbol_line(f.profile, f.path, symbol)
-                start, end, lines = self._snippet(f, where - 2, symbol, width=5)
-                for number, line in zip(range(start, end + 1), lines, strict=True):
-                    if number == where:
-                        out.append(f"{self.relative_path(f)}:{number}:{line}")
-                    else:
-                        out.append(f"{self.local_path(f)}-{number}-{line}")
-                out.append("--")
-            text = "\n".join(out[:-1])
-            tool_input = {"pattern": symbol, "output_mode": "content", "context": 2}
-            result = {
-                "mode": "content",
-                "numFiles": 0,
-                "filenames": [],
-                "content": text,
-                "numLines": len(out) - 1 if out else 0,
+        if style in _SOURCEGRAPH_SEARCHES:
+            return self._sourcegraph_search(files, keys, style)
+        render = {
+            "grep_files": self._grep_files,
+            "grep_content": self._grep_content,
+            "bash_grep": self._bash_grep,
+            "glob": self._glob,
+            "bash_find": self._bash_find,
+            "list_files": self._list_files,
+        }.get(style)
+        if render is None:
+            raise ValueError(f"unknown search style {style!r}")
+        return render(files, keys)
+
+    def _grep_files(self, files: list[AgentFile], keys: list[str]) -> Call:
+        """A ``Grep`` listing the files that match (``files_with_matches``)."""
+        symbol = self.task.symbol
+        names = [self.relative_path(f) for f in files]
+        tool_input: dict[str, Any] = {"pattern": symbol, "output_mode": "files_with_matches"}
+        if self.rng.random() < 0.4 and not self.org:
+            tool_input = {
+                "pattern": symbol,
+                "type": self.task.repos[0].language[:2],
+                "output_mode": "files_with_matches",
             }
-            return self.call(
-                "Grep", tool_input, text or "No matches found", result, result_keys=keys
-            )
-        if style == "bash_grep":
-            out = []
-            for f in files:
-                where = symbol_line(f.profile, f.path, symbol)
-                line = file_lines(f.profile, f.path, where, where, symbol)[0]
-                out.append(f"{self.local_path(f)}:{where}:{line}")
-            root = "/workspace"
-            command = f'grep -rn "{symbol}" {root} | head -30'
-            return self.bash(command, "\n".join(out), result_keys=keys)
-        if style == "glob":
-            # A brace pattern of base names: every file with one of them matches.
-            wanted = list(dict.fromkeys(f.path.rsplit("/", 1)[-1] for f in files))
-            pattern = "/workspace/**/{" + ",".join(wanted) + "}"
-            matched = [f for f in self.all_files if f.path.rsplit("/", 1)[-1] in wanted]
-            names = [self.local_path(f) for f in matched]
-            result = {
-                "filenames": names,
-                "durationMs": self.rng.randint(8, 60),
-                "numFiles": len(names),
-                "truncated": False,
-            }
-            return self.call(
-                "Glob",
-                {"pattern": pattern},
-                "\n".join(names),
-                result,
-                result_keys=[self.key(f) for f in matched],
-            )
-        if style == "bash_find":
-            exts = list(dict.fromkeys(f.path.rsplit(".", 1)[-1] for f in files if "." in f.path))
-            tests = " -o ".join(f'-name "*.{ext}"' for ext in exts)
-            command = f"find /workspace -type f \\( {tests} \\) | head -20"
-            return self.bash(
-                command,
-                "\n".join(self.local_path(f) for f in files),
-                description="Check the structure of the repository",
-                result_keys=keys,
-            )
-        if style in ("keyword_search", "nls_search", "find_references"):
-            blocks = []
-            for f in files:
-                chunks = []
-                where = symbol_line(f.profile, f.path, symbol)
-                for centre in sorted({where, where + self.rng.randint(20, 300)}):
-                    if centre > total_lines(f.profile, f.path) - 2:
-                        continue
-                    start, end, lines = self._snippet(f, centre, symbol)
-                    content = "".join(
-                        f"{n}: {line}\n"
-                        for n, line in zip(range(start, end + 1), lines, strict=True)
-                    )
-                    chunks.append(
-                        {
-                            "content": content + f"{end + 1}: ",
-                            "endLine": end + 1,
-                            "startLine": start,
-                        }
-                    )
-                blocks.append(
+        content = f"Found {len(names)} files\n" + "\n".join(names) if names else "No files found"
+        result = {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)}
+        return self.call("Grep", tool_input, content, result, result_keys=keys)
+
+    def _grep_content(self, files: list[AgentFile], keys: list[str]) -> Call:
+        """A ``Grep`` with two lines of context around each match."""
+        symbol = self.task.symbol
+        out: list[str] = []
+        for f in files:
+            where = symbol_line(f.profile, f.path, symbol)
+            start, end, lines = self._snippet(f, where - 2, symbol, width=5)
+            for number, line in zip(range(start, end + 1), lines, strict=True):
+                if number == where:
+                    out.append(f"{self.relative_path(f)}:{number}:{line}")
+                else:
+                    out.append(f"{self.local_path(f)}-{number}-{line}")
+            out.append("--")
+        text = "\n".join(out[:-1])
+        tool_input = {"pattern": symbol, "output_mode": "content", "context": 2}
+        result = {
+            "mode": "content",
+            "numFiles": 0,
+            "filenames": [],
+            "content": text,
+            "numLines": len(out) - 1 if out else 0,
+        }
+        return self.call("Grep", tool_input, text or "No matches found", result, result_keys=keys)
+
+    def _bash_grep(self, files: list[AgentFile], keys: list[str]) -> Call:
+        """``grep -rn`` through ``Bash``: one matching line per file."""
+        symbol = self.task.symbol
+        out = []
+        for f in files:
+            where = symbol_line(f.profile, f.path, symbol)
+            line = file_lines(f.profile, f.path, where, where, symbol)[0]
+            out.append(f"{self.local_path(f)}:{where}:{line}")
+        root = "/workspace"
+        command = f'grep -rn "{symbol}" {root} | head -30'
+        return self.bash(command, "\n".join(out), result_keys=keys)
+
+    def _glob(self, files: list[AgentFile], keys: list[str]) -> Call:
+        """A ``Glob`` of the files' base names."""
+        # A brace pattern of base names: every file with one of them matches.
+        wanted = list(dict.fromkeys(f.path.rsplit("/", 1)[-1] for f in files))
+        pattern = "/workspace/**/{" + ",".join(wanted) + "}"
+        matched = [f for f in self.all_files if f.path.rsplit("/", 1)[-1] in wanted]
+        names = [self.local_path(f) for f in matched]
+        result = {
+            "filenames": names,
+            "durationMs": self.rng.randint(8, 60),
+            "numFiles": len(names),
+            "truncated": False,
+        }
+        return self.call(
+            "Glob",
+            {"pattern": pattern},
+            "\n".join(names),
+            result,
+            result_keys=[self.key(f) for f in matched],
+        )
+
+    def _bash_find(self, files: list[AgentFile], keys: list[str]) -> Call:
+        """``find`` through ``Bash``, listing the files."""
+        exts = list(dict.fromkeys(f.path.rsplit(".", 1)[-1] for f in files if "." in f.path))
+        tests = " -o ".join(f'-name "*.{ext}"' for ext in exts)
+        command = f"find /workspace -type f \\( {tests} \\) | head -20"
+        return self.bash(
+            command,
+            "\n".join(self.local_path(f) for f in files),
+            description="Check the structure of the repository",
+            result_keys=keys,
+        )
+
+    def _sourcegraph_search(self, files: list[AgentFile], keys: list[str], style: str) -> Call:
+        """A Sourcegraph keyword, natural-language or find-references search."""
+        symbol = self.task.symbol
+        blocks = []
+        for f in files:
+            chunks = []
+            where = symbol_line(f.profile, f.path, symbol)
+            for centre in sorted({where, where + self.rng.randint(20, 300)}):
+                if centre > total_lines(f.profile, f.path) - 2:
+                    continue
+                start, end, lines = self._snippet(f, centre, symbol)
+                content = "".join(
+                    f"{n}: {line}\n" for n, line in zip(range(start, end + 1), lines, strict=True)
+                )
+                chunks.append(
                     {
-                        "chunks": chunks,
-                        "file": f.path,
-                        "repo": f.profile.sg_repo,
-                        "type": "" if style == "find_references" else "file",
-                        "url": f"https://sourcegraph.sourcegraph.com/{f.profile.sg_repo}/-/blob/{f.path}",
+                        "content": content + f"{end + 1}: ",
+                        "endLine": end + 1,
+                        "startLine": start,
                     }
                 )
-            scope = (
-                "repo:github.com/sg-evals/" if self.org else f"repo:^{self.task.repos[0].sg_repo}$"
+            blocks.append(
+                {
+                    "chunks": chunks,
+                    "file": f.path,
+                    "repo": f.profile.sg_repo,
+                    "type": "" if style == "find_references" else "file",
+                    "url": f"https://sourcegraph.sourcegraph.com/{f.profile.sg_repo}/-/blob/{f.path}",
+                }
             )
-            if style == "find_references":
-                anchor = (
-                    files[0]
-                    if files
-                    else _File(self.task.repos[0].short, self.task.repos[0].files[0])
-                )
-                tool_input = {"repo": anchor.profile.sg_repo, "path": anchor.path, "symbol": symbol}
-                body = {"fileBlocks": blocks}
-            elif style == "nls_search":
-                tool_input = {"query": f"{scope} where is {symbol} called and overridden"}
-                body = {"blocks": blocks}
+        scope = "repo:github.com/sg-evals/" if self.org else f"repo:^{self.task.repos[0].sg_repo}$"
+        if style == "find_references":
+            anchor = (
+                files[0]
+                if files
+                else AgentFile(self.task.repos[0].short, self.task.repos[0].files[0])
+            )
+            tool_input = {"repo": anchor.profile.sg_repo, "path": anchor.path, "symbol": symbol}
+            body = {"fileBlocks": blocks}
+        elif style == "nls_search":
+            tool_input = {"query": f"{scope} where is {symbol} called and overridden"}
+            body = {"blocks": blocks}
+        else:
+            tool_input = {"query": f"{scope} {symbol}"}
+            body = {"blocks": blocks}
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+        block = [{"type": "text", "text": text}]
+        return self.call(self.prefix + style, tool_input, block, block, result_keys=keys)
+
+    def _list_files(self, files: list[AgentFile], keys: list[str]) -> Call:
+        """Sourcegraph's ``list_files`` of the folder of the first relevant file."""
+        # The real listing of one folder: its files and sub-folders.
+        anchor = next((f for f in files if f in self.relevant_files), files[0])
+        directory = anchor.path.rsplit("/", 1)[0] if "/" in anchor.path else ""
+        prefix = f"{directory}/" if directory else ""
+        listed: list[AgentFile] = []
+        folders: set[str] = set()
+        for f in self.all_files:
+            if f.repo != anchor.repo or not f.path.startswith(prefix):
+                continue
+            rest = f.path[len(prefix) :]
+            if "/" in rest:
+                folders.add(prefix + rest.split("/", 1)[0] + "/")
             else:
-                tool_input = {"query": f"{scope} {symbol}"}
-                body = {"blocks": blocks}
-            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-            block = [{"type": "text", "text": text}]
-            return self.call(self.prefix + style, tool_input, block, block, result_keys=keys)
-        if style == "list_files":
-            # The real listing of one folder: its files and sub-folders.
-            anchor = next((f for f in files if f in self.relevant_files), files[0])
-            directory = anchor.path.rsplit("/", 1)[0] if "/" in anchor.path else ""
-            prefix = f"{directory}/" if directory else ""
-            listed: list[_File] = []
-            folders: set[str] = set()
-            for f in self.all_files:
-                if f.repo != anchor.repo or not f.path.startswith(prefix):
-                    continue
-                rest = f.path[len(prefix) :]
-                if "/" in rest:
-                    folders.add(prefix + rest.split("/", 1)[0] + "/")
-                else:
-                    listed.append(f)
-            entries = [{"isDirectory": True, "path": d} for d in sorted(folders)]
-            entries += [{"isDirectory": False, "path": f.path} for f in listed]
-            text = json.dumps({"files": entries}, separators=(",", ":"))
-            block = [{"type": "text", "text": text}]
-            tool_input = {"repo": anchor.profile.sg_repo, "path": directory}
-            return self.call(
-                self.prefix + "list_files",
-                tool_input,
-                block,
-                block,
-                result_keys=[self.key(f) for f in listed],
-            )
-        raise ValueError(f"unknown search style {style!r}")
+                listed.append(f)
+        entries = [{"isDirectory": True, "path": d} for d in sorted(folders)]
+        entries += [{"isDirectory": False, "path": f.path} for f in listed]
+        text = json.dumps({"files": entries}, separators=(",", ":"))
+        block = [{"type": "text", "text": text}]
+        tool_input = {"repo": anchor.profile.sg_repo, "path": directory}
+        return self.call(
+            self.prefix + "list_files",
+            tool_input,
+            block,
+            block,
+            result_keys=[self.key(f) for f in listed],
+        )
 
     def empty_search(self) -> Call:
         symbol = self.task.symbol
@@ -420,7 +471,7 @@ class _Builder:
         )
 
     # -- reads ---------------------------------------------------------------------------
-    def read(self, f: _File, style: str, *, whole: bool = False) -> Call:
+    def read(self, f: AgentFile, style: str, *, whole: bool = False) -> Call:
         symbol = self.task.symbol if f in self.relevant_files else None
         last = total_lines(f.profile, f.path)
         span = self.rng.randint(*self.span)
@@ -503,7 +554,7 @@ class _Builder:
             arg_keys=[key],
         )
 
-    def edit(self, f: _File) -> Call:
+    def edit(self, f: AgentFile) -> Call:
         symbol = self.task.symbol
         where = symbol_line(f.profile, f.path, symbol)
         old = file_lines(f.profile, f.path, where, where, symbol)[0]
@@ -577,382 +628,3 @@ class _Builder:
         return self.call(
             "TodoWrite", {"todos": todos}, content, {"oldTodos": [], "newTodos": todos}
         )
-
-
-_THOUGHTS = (
-    "Let me understand the task. I need to find where `{symbol}` is defined and used, then {goal}.",
-    "The search found some candidates. I should read the definition first and then check the callers.",
-    "I have looked at the main files. Let me check the remaining matches to make sure nothing is missed.",
-    "Now I have enough context. Let me {goal}.",
-)
-_TEXTS = (
-    "I'll start by searching the code base for `{symbol}`.",
-    "Let me look at the files that mention it:",
-    "Let me read the relevant parts of these files:",
-    "Now let me {goal}:",
-)
-
-
-def _thinking(rng: random.Random, template: str, task: TaskSpec, goal: str) -> str:
-    text = template.format(symbol=task.symbol, goal=goal)
-    if rng.random() < 0.5:
-        text += (
-            f"\n\nThe repository is {task.repos[0].upstream}; paths should be repository-relative."
-        )
-    return text
-
-
-def plan_trial(
-    task: TaskSpec,
-    rng: random.Random,
-    *,
-    mcp: bool,
-    skill: float,
-    sg_infix: bool = True,
-    read_span: tuple[int, int] = (20, 50),
-    pad_bytes: int = 0,
-    allow_subagent: bool = True,
-    force_subagent: bool = False,
-) -> TrialPlan:
-    """Plan one trial's agent behaviour (see the module docstring).
-
-    ``skill`` in [0, 1] drives how many relevant files are surfaced and read; ``pad_bytes``
-    adds whole-file reads of irrelevant files until the results total about that many
-    bytes (for realistic trace sizes).
-
-    Examples
-    --------
-    >>> from retrieval_lib.synth.catalog import build_task
-    >>> plan = plan_trial(build_task(0, 0), random.Random(1), mcp=False, skill=0.8)
-    >>> plan.messages[-1].calls
-    []
-    """
-    b = _Builder(task, rng, mcp=mcp, sg_infix=sg_infix, span=read_span)
-    relevant = [_File(r, p) for r, p in task.relevant]
-    b.relevant_files = frozenset(relevant)
-    all_files = [_File(p.short, path) for p in task.repos for path in p.files]
-    b.all_files = tuple(all_files)
-    noise = [f for f in all_files if f not in b.relevant_files]
-    goal = {
-        "submission": "write the list of files to /workspace/submission.json",
-        "edit": "make the change",
-        "review": "write the review to /workspace/review.json",
-        "answer": "write the answer",
-    }[task.output]
-
-    surfaced = [f for f in relevant if rng.random() < 0.3 + 0.65 * skill]
-    if not surfaced and rng.random() < 0.5 + 0.5 * skill:
-        surfaced = [rng.choice(relevant)]
-    to_read = [f for f in surfaced if rng.random() < 0.45 + 0.55 * skill]
-    noise_reads = rng.sample(noise, k=min(len(noise), rng.randint(1, 2)))
-
-    # Searches: each surfaced file is returned by one of them, among irrelevant hits.
-    if mcp:
-        styles = ["keyword_search", "nls_search"]
-        if rng.random() < 0.5:
-            styles.append("list_files")
-        if rng.random() < 0.4:
-            styles.append("find_references")
-    else:
-        styles = ["grep_files", rng.choice(["grep_content", "bash_grep"])]
-        if rng.random() < 0.5:
-            styles.append("glob")
-    use_subagent = allow_subagent and not mcp and (force_subagent or rng.random() < 0.25)
-    buckets: dict[int, list[_File]] = {
-        i: [] for i in range(len(styles) + (1 if use_subagent else 0))
-    }
-    for f in surfaced:
-        buckets[rng.randrange(len(buckets))].append(f)
-    for files in buckets.values():
-        for extra in rng.sample(noise, k=min(len(noise), rng.randint(1, 3))):
-            files.insert(rng.randint(0, len(files)), extra)
-
-    messages: list[Message] = []
-
-    def message(
-        calls: list[Call],
-        thinking: str | None = None,
-        text: str | None = None,
-        parent: str | None = None,
-    ) -> Message:
-        for c in calls:
-            c.parent_id = parent
-        msg = Message(
-            id=b.ids.message(),
-            thinking=thinking,
-            signature=b.ids.signature(rng.randint(48, 120)) if thinking else "",
-            text=text,
-            calls=calls,
-            parent_id=parent,
-            output_tokens=rng.randint(60, 520),
-            placeholder_output=rng.choice((1, 1, 2, 3, 4, 6, 7)),
-        )
-        return msg
-
-    first: list[Call] = []
-    if not mcp and rng.random() < 0.5:
-        first.append(
-            b.search(rng.sample(all_files, k=min(len(all_files), rng.randint(6, 12))), "bash_find")
-        )
-    messages.append(
-        message(
-            first or [b.search(buckets[0], styles[0])],
-            thinking=_thinking(rng, _THOUGHTS[0], task, goal),
-            text=_TEXTS[0].format(symbol=task.symbol),
-        )
-    )
-    start_style = 0 if first else 1
-    if first:
-        messages[-1].calls.append(b.search(buckets[0], styles[0]))
-    if rng.random() < 0.2:
-        messages.append(message([b.todo()]))
-    for i in range(start_style, len(styles)):
-        calls = [b.search(buckets[i], styles[i])]
-        if rng.random() < 0.15:
-            calls.append(b.empty_search())
-        messages.append(
-            message(
-                calls,
-                thinking=_thinking(rng, _THOUGHTS[1], task, goal) if rng.random() < 0.35 else None,
-                text=_TEXTS[1] if rng.random() < 0.5 else None,
-            )
-        )
-    if use_subagent:
-        task_call = b.call(
-            "Task",
-            {
-                "description": f"Find callers of {task.symbol}",
-                "prompt": f"Search the repository for every caller and override of `{task.symbol}` and report the file paths.",
-                "subagent_type": "Explore",
-            },
-            None,
-            None,
-            latency=0.0,
-        )
-        inner_files = buckets[len(styles)]
-        inner: list[Message] = [
-            message(
-                [b.search(inner_files, "grep_files")],
-                text="Searching for callers.",
-                parent=task_call.id,
-            ),
-        ]
-        inner_reads = [f for f in inner_files if f in to_read][:1] or inner_files[:1]
-        if inner_reads:
-            inner.append(message([b.read(inner_reads[0], "read")], parent=task_call.id))
-        inner.append(
-            message(
-                [],
-                text=f"Found {len(inner_files)} files mentioning `{task.symbol}`.",
-                parent=task_call.id,
-            )
-        )
-        task_call.children = inner
-        summary = "Files that reference `{}`:\n{}".format(
-            task.symbol, "\n".join(f"- {b.relative_path(f)}" for f in inner_files)
-        )
-        blocks = [{"type": "text", "text": summary}]
-        n_inner_calls = sum(len(m.calls) for m in inner)
-        task_call.content = blocks
-        task_call.tool_use_result = {
-            "status": "completed",
-            "prompt": task_call.input["prompt"],
-            "agentId": b.ids.token(8).lower(),
-            "content": blocks,
-            "totalDurationMs": rng.randint(8000, 40000),
-            "totalTokens": rng.randint(20000, 60000),
-            "totalToolUseCount": n_inner_calls,
-        }
-        task_call.latency = round(
-            sum(c.latency for m in inner for c in m.calls) + 2.0 * len(inner), 3
-        )
-        messages.append(message([task_call], text="Let me use an agent to find all the callers."))
-
-    # Reads, one to three in parallel per message.
-    reads = to_read + noise_reads
-    rng.shuffle(reads)
-    read_style = "mcp" if mcp else "read"
-    i = 0
-    while i < len(reads):
-        group = reads[i : i + rng.choice((1, 2, 2, 3))]
-        i += len(group)
-        calls = []
-        for f in group:
-            style = read_style
-            if not mcp:
-                roll = rng.random()
-                style = "sed" if roll < 0.15 else ("head" if roll < 0.22 else "read")
-            calls.append(b.read(f, style))
-        messages.append(
-            message(
-                calls,
-                thinking=_thinking(rng, _THOUGHTS[2], task, goal) if rng.random() < 0.35 else None,
-                text=_TEXTS[2] if rng.random() < 0.5 else None,
-            )
-        )
-
-    # Padding: whole-file reads of irrelevant files until the trace is big enough.
-    produced = sum(_result_size(c) for m in messages for c in m.calls)
-    while produced < pad_bytes:
-        f = rng.choice(noise)
-        call = b.read(f, "mcp" if mcp else "read", whole=True)
-        produced += _result_size(call)
-        messages.append(message([call], text="Let me read the whole file for context:"))
-
-    # The agent's output.
-    read_relevant = [f for f in relevant if f in to_read]
-    submitted_files = list(read_relevant) + [
-        f for f in surfaced if f not in to_read and rng.random() < 0.5
-    ]
-    if rng.random() < 0.6:
-        submitted_files.append(rng.choice(noise))
-    final_calls: list[Call] = []
-    if task.output == "submission":
-        names = [f"{f.repo}::{f.path}" if task.is_org else f.path for f in submitted_files]
-        final_calls.append(
-            b.write(
-                "/workspace/submission.json", json.dumps(names, indent=2) + "\n", "submission.json"
-            )
-        )
-    elif task.output == "review":
-        review = [
-            {
-                "file": b.relative_path(f),
-                "line": symbol_line(f.profile, f.path, task.symbol),
-                "description": f"Possible defect near {task.symbol}",
-            }
-            for f in submitted_files
-        ]
-        final_calls.append(
-            b.write("/workspace/review.json", json.dumps(review, indent=2) + "\n", "review.json")
-        )
-    elif task.output == "answer":
-        answer = {
-            "pr_number": rng.randint(6000, 9999),
-            "title": f"Fix {task.symbol} for llama 3.1 rope scaling",
-        }
-        final_calls.append(
-            b.write("/workspace/answer.json", json.dumps(answer, indent=2) + "\n", "answer.json")
-        )
-    else:
-        edit_targets = [
-            f for f in relevant if (f.repo, f.path) in set(task.edit_files) and f in to_read
-        ]
-        for f in edit_targets:
-            if mcp:
-                where = symbol_line(f.profile, f.path, task.symbol)
-                body = (
-                    "\n".join(
-                        file_lines(f.profile, f.path, max(1, where - 5), where + 5, task.symbol)
-                    )
-                    + "\n"
-                )
-                final_calls.append(b.write(b.local_path(f), body, b.key(f)))
-            else:
-                final_calls.append(b.edit(f))
-        submitted_files = edit_targets
-    if final_calls:
-        messages.append(
-            message(
-                final_calls,
-                thinking=_thinking(rng, _THOUGHTS[3], task, goal),
-                text=_TEXTS[3].format(goal=goal),
-            )
-        )
-    if final_calls and final_calls[0].name == "Write" and rng.random() < 0.4:
-        path = final_calls[0].input["file_path"]
-        if rng.random() < 0.5:
-            messages.append(
-                message(
-                    [
-                        b.bash(
-                            f"python3 -m json.tool {path} > /dev/null && echo valid",
-                            "valid",
-                            description="Validate the JSON output",
-                        )
-                    ]
-                )
-            )
-        else:
-            content = final_calls[0].input["content"]
-            numbered = "\n".join(
-                f"{n:>6}\u2192{line}" for n, line in enumerate(content.split("\n"), start=1)
-            )
-            lines = content.split("\n")
-            verify = b.call(
-                "Read",
-                {"file_path": path},
-                numbered + SYSTEM_REMINDER,
-                {
-                    "type": "text",
-                    "file": {
-                        "filePath": path,
-                        "content": content,
-                        "numLines": len(lines),
-                        "startLine": 1,
-                        "totalLines": len(lines),
-                    },
-                },
-                arg_keys=list(final_calls[0].write_keys),
-                read_keys=list(final_calls[0].write_keys),
-            )
-            messages.append(message([verify], text="Let me verify the file:"))
-    summary_files = "\n".join(f"- `{b.relative_path(f)}`" for f in submitted_files) or "- (none)"
-    final_text = f"I've completed the task for `{task.symbol}`. Files involved:\n\n{summary_files}"
-    messages.append(message([], thinking="The work is done. Let me summarise.", text=final_text))
-
-    relevant_keys = sorted({b.key(f) for f in relevant})
-    if task.output == "edit":
-        expected = {task.key(r, p) for r, p in task.edit_files}
-        done = {b.key(f) for f in submitted_files}
-        coverage = len(expected & done) / len(expected) if expected else 0.0
-    else:
-        coverage = len({b.key(f) for f in submitted_files} & set(relevant_keys)) / len(
-            relevant_keys
-        )
-    _assign_tokens_and_times(messages, rng)
-    duration = messages[-1].start + 3.0
-    return TrialPlan(
-        messages=messages,
-        relevant_keys=relevant_keys,
-        submitted_keys=sorted({b.key(f) for f in submitted_files}),
-        coverage=coverage,
-        final_text=final_text,
-        duration=duration,
-    )
-
-
-def _result_size(call: Call) -> int:
-    """Approximate bytes a call adds to its main trace.
-
-    A local result appears twice in a transcript (``content`` and ``tool_use_result``); an
-    MCP result is counted once, since MCP trials mostly keep only a trajectory.
-    """
-    if isinstance(call.tool_use_result, dict) and "file" in call.tool_use_result:
-        return 2 * len(call.tool_use_result["file"]["content"]) + 64
-    return len(call.text_content) * (1 if call.is_mcp else 2) + 64
-
-
-def _assign_tokens_and_times(messages: list[Message], rng: random.Random) -> None:
-    """Running context size per message (so usage grows) and start times."""
-
-    def walk(msgs: list[Message], context: int, clock: float) -> float:
-        pending = rng.randint(4000, 7000)
-        for msg in msgs:
-            clock += round(rng.uniform(1.2, 3.8), 3)
-            msg.start = clock
-            msg.input_tokens = rng.randint(3, 14)
-            msg.cache_read = context
-            msg.cache_creation = pending
-            context += pending
-            clock += 0.25 * (1 + len(msg.calls)) + (0.3 if msg.thinking else 0.0)
-            pending = msg.output_tokens
-            for call in msg.calls:
-                if call.children:
-                    clock = walk(call.children, rng.randint(11000, 14000), clock)
-                else:
-                    clock += call.latency
-                pending += max(8, len(call.text_content) // 4)
-        return clock
-
-    walk(messages, rng.randint(15000, 17000), rng.uniform(3.5, 6.0))

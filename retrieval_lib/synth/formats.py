@@ -180,7 +180,7 @@ def transcript_lines(
     Examples
     --------
     >>> from datetime import datetime
-    >>> from retrieval_lib.synth.agent import plan_trial
+    >>> from retrieval_lib.synth.plan import plan_trial
     >>> from retrieval_lib.synth.catalog import build_task
     >>> plan = plan_trial(build_task(0, 0), random.Random(1), mcp=False, skill=0.8)
     >>> meta = SessionMeta("s", "claude-haiku-4-5-20251001", "2.1.62", False, True, "x", datetime(2026, 3, 1))
@@ -188,14 +188,36 @@ def transcript_lines(
     >>> lines[0][1].kind, lines[-1][1].kind
     ('system', 'result')
     """
+    out: list[tuple[bytes, LineInfo]] = [(_dump_line(_init_line(meta, rng)), LineInfo("system"))]
+    _emit_messages(out, plan.messages, None, meta, rng, {"rate_limit_done": False})
+    out.append((_dump_line(_result_line(plan, meta, rng)), LineInfo("result")))
+    return out
+
+
+#: Slash commands the ``init`` line lists.
+_SLASH_COMMANDS = [
+    "debug",
+    "compact",
+    "context",
+    "cost",
+    "init",
+    "pr-comments",
+    "release-notes",
+    "review",
+    "security-review",
+    "insights",
+]
+
+
+def _init_line(meta: SessionMeta, rng: random.Random) -> dict[str, Any]:
+    """The ``system``/``init`` line: the session's tools, MCP servers and model."""
     tools = list(LOCAL_TOOLS)
     mcp_servers: list[dict[str, str]] = []
     if meta.mcp:
         prefix = "mcp__sourcegraph__sg_" if meta.sg_infix else "mcp__sourcegraph__"
         tools += [prefix + name for name in MCP_TOOL_NAMES]
         mcp_servers = [{"name": "sourcegraph", "status": "connected"}]
-    out: list[tuple[bytes, LineInfo]] = []
-    init = {
+    return {
         "type": "system",
         "subtype": "init",
         "cwd": "/workspace",
@@ -204,18 +226,7 @@ def transcript_lines(
         "mcp_servers": mcp_servers,
         "model": meta.model,
         "permissionMode": "bypassPermissions",
-        "slash_commands": [
-            "debug",
-            "compact",
-            "context",
-            "cost",
-            "init",
-            "pr-comments",
-            "release-notes",
-            "review",
-            "security-review",
-            "insights",
-        ],
+        "slash_commands": list(_SLASH_COMMANDS),
         "apiKeySource": "none",
         "claude_code_version": meta.version,
         "output_style": "default",
@@ -225,97 +236,122 @@ def transcript_lines(
         "uuid": uuid4(rng),
         "fast_mode_state": "off",
     }
-    out.append((_dump_line(init), LineInfo("system")))
-    state = {"rate_limit_done": False}
 
-    def emit(messages: list[Message], parent: str | None) -> None:
-        for msg in messages:
-            blocks: list[tuple[dict[str, Any], str | None]] = []
-            if msg.thinking:
-                blocks.append(
-                    (
-                        {"type": "thinking", "thinking": msg.thinking, "signature": msg.signature},
-                        None,
-                    )
-                )
-            if msg.text:
-                blocks.append(({"type": "text", "text": msg.text}, None))
-            for call in msg.calls:
-                blocks.append(
-                    (
-                        {
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": call.input,
-                            "caller": {"type": "direct"},
-                        },
-                        call.id,
-                    )
-                )
-            usage = _usage_line(msg)
-            for block, call_id in blocks:
-                line = {
-                    "type": "assistant",
-                    "message": {
-                        "model": meta.model,
-                        "id": msg.id,
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [block],
-                        "stop_reason": None,
-                        "stop_sequence": None,
-                        "usage": usage,
-                        "context_management": None,
-                    },
-                    "parent_tool_use_id": parent,
-                    "session_id": meta.session_id,
-                    "uuid": uuid4(rng),
-                }
-                out.append(
-                    (_dump_line(line), LineInfo("tool_use" if call_id else "assistant", call_id))
-                )
-            if msg.calls and not state["rate_limit_done"]:
-                state["rate_limit_done"] = True
-                event = {
-                    "type": "rate_limit_event",
-                    "rate_limit_info": {
-                        "status": "allowed",
-                        "resetsAt": int(meta.agent_start.timestamp()) // 3600 * 3600 + 18000,
-                        "rateLimitType": "five_hour",
-                        "overageStatus": "rejected",
-                        "overageDisabledReason": "org_level_disabled_until",
-                        "isUsingOverage": False,
-                    },
-                    "uuid": uuid4(rng),
-                    "session_id": meta.session_id,
-                }
-                out.append((_dump_line(event), LineInfo("rate_limit_event")))
-            for call in msg.calls:
-                if call.children:
-                    emit(call.children, call.id)
-                result: dict[str, Any] = {
-                    "tool_use_id": call.id,
-                    "type": "tool_result",
-                    "content": call.content,
-                }
-                if call.is_error is not None:
-                    result["is_error"] = call.is_error
-                line = {
-                    "type": "user",
-                    "message": {"role": "user", "content": [result]},
-                    "parent_tool_use_id": parent,
-                    "session_id": meta.session_id,
-                    "uuid": uuid4(rng),
-                    "tool_use_result": call.tool_use_result,
-                }
-                out.append((_dump_line(line), LineInfo("tool_result", call.id)))
 
-    emit(plan.messages, None)
+def _emit_messages(
+    out: list[tuple[bytes, LineInfo]],
+    messages: list[Message],
+    parent: str | None,
+    meta: SessionMeta,
+    rng: random.Random,
+    state: dict[str, bool],
+) -> None:
+    """Append each message's lines: one assistant line per block, the session's first
+    rate-limit event, then each call's subagent lines and result."""
+    for msg in messages:
+        out.extend(_assistant_lines(msg, parent, meta, rng))
+        if msg.calls and not state["rate_limit_done"]:
+            state["rate_limit_done"] = True
+            out.append((_dump_line(_rate_limit_event(meta, rng)), LineInfo("rate_limit_event")))
+        for call in msg.calls:
+            if call.children:
+                _emit_messages(out, call.children, call.id, meta, rng, state)
+            out.append(
+                (
+                    _dump_line(_tool_result_line(call, parent, meta, rng)),
+                    LineInfo("tool_result", call.id),
+                )
+            )
+
+
+def _assistant_lines(
+    msg: Message, parent: str | None, meta: SessionMeta, rng: random.Random
+) -> list[tuple[bytes, LineInfo]]:
+    """One ``assistant`` line per content block (thinking, text, each tool use)."""
+    blocks: list[tuple[dict[str, Any], str | None]] = []
+    if msg.thinking:
+        blocks.append(
+            ({"type": "thinking", "thinking": msg.thinking, "signature": msg.signature}, None)
+        )
+    if msg.text:
+        blocks.append(({"type": "text", "text": msg.text}, None))
+    for call in msg.calls:
+        tool_use = {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": call.input,
+            "caller": {"type": "direct"},
+        }
+        blocks.append((tool_use, call.id))
+    usage = _usage_line(msg)
+    out = []
+    for block, call_id in blocks:
+        line = {
+            "type": "assistant",
+            "message": {
+                "model": meta.model,
+                "id": msg.id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+                "context_management": None,
+            },
+            "parent_tool_use_id": parent,
+            "session_id": meta.session_id,
+            "uuid": uuid4(rng),
+        }
+        out.append((_dump_line(line), LineInfo("tool_use" if call_id else "assistant", call_id)))
+    return out
+
+
+def _rate_limit_event(meta: SessionMeta, rng: random.Random) -> dict[str, Any]:
+    """The ``rate_limit_event`` line Claude Code writes after the first tool use."""
+    return {
+        "type": "rate_limit_event",
+        "rate_limit_info": {
+            "status": "allowed",
+            "resetsAt": int(meta.agent_start.timestamp()) // 3600 * 3600 + 18000,
+            "rateLimitType": "five_hour",
+            "overageStatus": "rejected",
+            "overageDisabledReason": "org_level_disabled_until",
+            "isUsingOverage": False,
+        },
+        "uuid": uuid4(rng),
+        "session_id": meta.session_id,
+    }
+
+
+def _tool_result_line(
+    call: Call, parent: str | None, meta: SessionMeta, rng: random.Random
+) -> dict[str, Any]:
+    """The ``user`` line carrying a call's ``tool_result`` and ``tool_use_result``."""
+    result: dict[str, Any] = {
+        "tool_use_id": call.id,
+        "type": "tool_result",
+        "content": call.content,
+    }
+    if call.is_error is not None:
+        result["is_error"] = call.is_error
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": [result]},
+        "parent_tool_use_id": parent,
+        "session_id": meta.session_id,
+        "uuid": uuid4(rng),
+        "tool_use_result": call.tool_use_result,
+    }
+
+
+def _result_line(plan: TrialPlan, meta: SessionMeta, rng: random.Random) -> dict[str, Any]:
+    """The closing ``result`` line: duration, turns, the session's usage and cost."""
     t = totals(plan)
     duration_ms = int(plan.duration * 1000)
     n_calls = sum(len(m.calls) for m in plan.messages)
-    result_line = {
+    return {
         "type": "result",
         "subtype": "success",
         "is_error": False,
@@ -356,8 +392,6 @@ def transcript_lines(
         "permission_denials": [],
         "uuid": uuid4(rng),
     }
-    out.append((_dump_line(result_line), LineInfo("result")))
-    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -459,67 +493,7 @@ def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[st
             "extra": {"is_sidechain": False},
         }
     )
-
-    def emit(messages: list[Message], sidechain: bool) -> None:
-        for msg in messages:
-            kinds: list[tuple[str, Call | None]] = []
-            if msg.thinking:
-                kinds.append(("thinking", None))
-            if msg.text:
-                kinds.append(("text", None))
-            kinds += [("tool", call) for call in atif_call_order(msg)]
-            for k, (kind, call) in enumerate(kinds):
-                last = k == len(kinds) - 1
-                when = meta.agent_start + timedelta(seconds=msg.start + 0.21 * k)
-                step: dict[str, Any] = {
-                    "step_id": len(steps) + 1,
-                    "timestamp": iso_ms(when),
-                    "source": "agent",
-                    "model_name": meta.model,
-                }
-                extra: dict[str, Any] = {}
-                if last:
-                    extra["stop_reason"] = "tool_use" if msg.calls else "end_turn"
-                extra["cwd"] = "/workspace"
-                extra["is_sidechain"] = sidechain
-                if kind == "thinking":
-                    step["message"] = ""
-                    step["reasoning_content"] = "null"
-                elif kind == "text":
-                    step["message"] = msg.text
-                else:
-                    assert call is not None
-                    order.append(call.id)
-                    step["message"] = f"Executed {call.name} {call.id}"
-                    step["tool_calls"] = [
-                        {
-                            "tool_call_id": call.id,
-                            "function_name": call.name,
-                            "arguments": call.input,
-                        }
-                    ]
-                    step["observation"] = {
-                        "results": [
-                            {"source_call_id": call.id, "content": _observation_content(call)}
-                        ]
-                    }
-                    extra["tool_use_name"] = call.name
-                    if not call.is_mcp:
-                        metadata = {
-                            "tool_use_result": call.tool_use_result,
-                            "raw_tool_result": _raw_result(call),
-                        }
-                        extra["tool_result_metadata"] = metadata
-                        extra["metadata"] = metadata
-                    extra["raw_arguments"] = call.input
-                step["metrics"] = _metrics(msg, last)
-                step["extra"] = extra
-                steps.append(step)
-                if call is not None and call.children:
-                    emit(call.children, True)
-
-    emit(plan.messages, False)
-    agent_steps = [s for s in steps if "metrics" in s]
+    _emit_steps(steps, order, plan.messages, False, meta)
     document = {
         "schema_version": "ATIF-v1.2",
         "session_id": meta.session_id,
@@ -530,24 +504,100 @@ def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[st
             "extra": {"cwds": ["/workspace"], "git_branches": ["master"]},
         },
         "steps": steps,
-        "final_metrics": {
-            "total_prompt_tokens": sum(s["metrics"]["prompt_tokens"] for s in agent_steps),
-            "total_completion_tokens": sum(s["metrics"]["completion_tokens"] for s in agent_steps),
-            "total_cached_tokens": sum(s["metrics"]["cached_tokens"] for s in agent_steps),
-            "total_steps": len(steps),
-            "extra": {
-                "service_tiers": ["standard"],
-                "total_cache_creation_input_tokens": sum(
-                    s["metrics"]["extra"]["cache_creation_input_tokens"] for s in agent_steps
-                ),
-                "total_cache_read_input_tokens": sum(
-                    s["metrics"]["extra"]["cache_read_input_tokens"] for s in agent_steps
-                ),
-            },
-        },
+        "final_metrics": _final_metrics(steps),
     }
     text = ascii_json(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode("utf-8"))
     return text.encode("ascii"), order
+
+
+def _emit_steps(
+    steps: list[dict[str, Any]],
+    order: list[str],
+    messages: list[Message],
+    sidechain: bool,
+    meta: SessionMeta,
+) -> None:
+    """Append one agent step per block of each message (thinking, text, each tool call in
+    :func:`atif_call_order`), a subagent's steps right after its ``Task`` call."""
+    for msg in messages:
+        kinds: list[tuple[str, Call | None]] = []
+        if msg.thinking:
+            kinds.append(("thinking", None))
+        if msg.text:
+            kinds.append(("text", None))
+        kinds += [("tool", call) for call in atif_call_order(msg)]
+        for k, (kind, call) in enumerate(kinds):
+            last = k == len(kinds) - 1
+            when = meta.agent_start + timedelta(seconds=msg.start + 0.21 * k)
+            step: dict[str, Any] = {
+                "step_id": len(steps) + 1,
+                "timestamp": iso_ms(when),
+                "source": "agent",
+                "model_name": meta.model,
+            }
+            extra: dict[str, Any] = {}
+            if last:
+                extra["stop_reason"] = "tool_use" if msg.calls else "end_turn"
+            extra["cwd"] = "/workspace"
+            extra["is_sidechain"] = sidechain
+            if kind == "thinking":
+                step["message"] = ""
+                step["reasoning_content"] = "null"
+            elif kind == "text":
+                step["message"] = msg.text
+            else:
+                assert call is not None
+                order.append(call.id)
+                _fill_tool_step(step, extra, call)
+            step["metrics"] = _metrics(msg, last)
+            step["extra"] = extra
+            steps.append(step)
+            if call is not None and call.children:
+                _emit_steps(steps, order, call.children, True, meta)
+
+
+def _fill_tool_step(step: dict[str, Any], extra: dict[str, Any], call: Call) -> None:
+    """A tool call's step: the call, its observation, and (local tools) the raw result."""
+    step["message"] = f"Executed {call.name} {call.id}"
+    step["tool_calls"] = [
+        {
+            "tool_call_id": call.id,
+            "function_name": call.name,
+            "arguments": call.input,
+        }
+    ]
+    step["observation"] = {
+        "results": [{"source_call_id": call.id, "content": _observation_content(call)}]
+    }
+    extra["tool_use_name"] = call.name
+    if not call.is_mcp:
+        metadata = {
+            "tool_use_result": call.tool_use_result,
+            "raw_tool_result": _raw_result(call),
+        }
+        extra["tool_result_metadata"] = metadata
+        extra["metadata"] = metadata
+    extra["raw_arguments"] = call.input
+
+
+def _final_metrics(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document's ``final_metrics``: token sums over the agent steps."""
+    agent_steps = [s for s in steps if "metrics" in s]
+    return {
+        "total_prompt_tokens": sum(s["metrics"]["prompt_tokens"] for s in agent_steps),
+        "total_completion_tokens": sum(s["metrics"]["completion_tokens"] for s in agent_steps),
+        "total_cached_tokens": sum(s["metrics"]["cached_tokens"] for s in agent_steps),
+        "total_steps": len(steps),
+        "extra": {
+            "service_tiers": ["standard"],
+            "total_cache_creation_input_tokens": sum(
+                s["metrics"]["extra"]["cache_creation_input_tokens"] for s in agent_steps
+            ),
+            "total_cache_read_input_tokens": sum(
+                s["metrics"]["extra"]["cache_read_input_tokens"] for s in agent_steps
+            ),
+        },
+    }
 
 
 # --------------------------------------------------------------------------------------

@@ -16,6 +16,10 @@
 Everything is a function of the arguments: the same call writes byte-identical files
 (seeded RNGs, fixed base dates, no wall clock). Files are written one trial at a time,
 so memory does not grow with the number of trials (apart from the small manifest).
+
+Which trials a generation has, and where they go, is decided here; each trial's files
+are written by :class:`retrieval_lib.synth.trial.TrialWriter`, the README by
+:mod:`retrieval_lib.synth.readme`, task definitions by :mod:`retrieval_lib.synth.task_files`.
 """
 
 from __future__ import annotations
@@ -23,23 +27,15 @@ from __future__ import annotations
 import random
 import shutil
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.synth.agent import Call, Message, TrialPlan, plan_trial
-from retrieval_lib.synth.catalog import TaskSpec, build_task, patch_hunks, write_task_definition
+from retrieval_lib.synth.catalog import TaskSpec, build_task
 from retrieval_lib.synth.formats import (
-    SessionMeta,
-    atif_call_order,
     indent4,
     iso_us,
-    result_json_bytes,
-    totals,
-    trajectory_bytes,
-    transcript_lines,
     uuid4,
 )
 from retrieval_lib.synth.manifest import (
@@ -49,6 +45,17 @@ from retrieval_lib.synth.manifest import (
     SynthManifest,
     TaskFacts,
     TrialFacts,
+)
+from retrieval_lib.synth.readme import readme_text
+from retrieval_lib.synth.task_files import patch_hunks, write_task_definition
+from retrieval_lib.synth.trial import (
+    BASELINE_CONFIG,
+    MCP_CONFIG,
+    MODEL,
+    TrialSpec,
+    TrialWriter,
+    Variant,
+    Writer,
 )
 
 __all__ = [
@@ -63,10 +70,6 @@ __all__ = [
     "generate_runs",
 ]
 
-BASELINE_CONFIG = "baseline-local-direct"
-MCP_CONFIG = "mcp-remote-direct"
-MODEL = "claude-haiku-4-5-20251001"
-#: Harness (Claude Code) versions: batch runs, and the older archived run.
 HARNESS_VERSION = "2.1.62"
 ARCHIVED_HARNESS_VERSION = "2.1.50"
 BATCH_BASE = datetime(2026, 3, 1, 9, 15, 0)
@@ -79,106 +82,42 @@ SCALES: dict[str, dict[str, Any]] = {
     "bench": {"n_tasks": 200, "read_span": (60, 300), "call_facts": False},
 }
 
-_BANNER = (
-    "bash: cannot set terminal process group (-1): Inappropriate ioctl for device\n"
-    "bash: no job control in this shell\n"
-    "npm warn deprecated @anthropic-ai/claude-code-cli@0.2.0: use @anthropic-ai/claude-code\n"
-)
-
-_MCP_PREAMBLE = (
-    "# IMPORTANT: Source Code Access\n\n"
-    "**Local source files are not present.** Your workspace does not contain source code. "
-    "You **MUST** use Sourcegraph MCP tools to discover, read, and understand code before "
-    "making any changes.\n\n"
-    "{targets}\n\n"
-    "## Tool Selection\n\n"
-    "| Goal | Tool |\n|------|------|\n"
-    "| Exact symbol/string | `sg_keyword_search` |\n"
-    "| Concepts/semantic search | `sg_nls_search` |\n"
-    "| Trace usage/callers | `sg_find_references` |\n"
-    "| Read full file | `sg_read_file` |\n"
-    "| Browse structure | `sg_list_files` |\n\n---\n\n"
-)
-
 
 # --------------------------------------------------------------------------------------
 # Trial variants
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Variant:
-    transcript: bool
-    trajectory: bool
-    stdout_banner: bool = False
-    truncated: bool = False
-    subagent: bool = False
-
-
 _BASELINE_SPECIAL = {
-    1: _Variant(True, True, subagent=True),
-    3: _Variant(True, False, truncated=True),
-    5: _Variant(False, False),
-    6: _Variant(True, False, stdout_banner=True),
+    1: Variant(True, True, subagent=True),
+    3: Variant(True, False, truncated=True),
+    5: Variant(False, False),
+    6: Variant(True, False, stdout_banner=True),
 }
-_MCP_SPECIAL = {0: _Variant(True, True), 4: _Variant(True, True)}
+_MCP_SPECIAL = {0: Variant(True, True), 4: Variant(True, True)}
 
 
-def _variant(rng: random.Random, position: int, config: str, first_run: bool) -> _Variant:
+def _variant(rng: random.Random, position: int, config: str, first_run: bool) -> Variant:
     special = _BASELINE_SPECIAL if config == BASELINE_CONFIG else _MCP_SPECIAL
     if first_run and position < 8:
-        return special.get(position, _Variant(config == BASELINE_CONFIG, config != BASELINE_CONFIG))
+        return special.get(position, Variant(config == BASELINE_CONFIG, config != BASELINE_CONFIG))
     roll = rng.random()
     if config == BASELINE_CONFIG:
         if roll < 0.08:
-            return _Variant(True, True)
+            return Variant(True, True)
         if roll < 0.11:
-            return _Variant(True, False, truncated=True)
+            return Variant(True, False, truncated=True)
         if roll < 0.13:
-            return _Variant(False, False)
+            return Variant(False, False)
         if roll < 0.17:
-            return _Variant(True, False, stdout_banner=True)
-        return _Variant(True, False)
-    return _Variant(True, True) if roll < 0.15 else _Variant(False, True)
+            return Variant(True, False, stdout_banner=True)
+        return Variant(True, False)
+    return Variant(True, True) if roll < 0.15 else Variant(False, True)
 
 
 # --------------------------------------------------------------------------------------
 # Generation
 # --------------------------------------------------------------------------------------
-
-
-class _Writer:
-    """Plain (non-atomic) writes: generated data is disposable, and speed matters here."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.files = 0
-        self.bytes = 0
-        self._made: set[Path] = set()
-
-    def _folder(self, folder: Path) -> None:
-        if folder not in self._made:
-            folder.mkdir(parents=True, exist_ok=True)
-            if len(self._made) > 512:  # only recent folders matter: keep memory flat
-                self._made.clear()
-            self._made.add(folder)
-
-    def write(self, path: Path, data: bytes | str) -> None:
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        self._folder(path.parent)
-        with open(path, "wb") as handle:
-            handle.write(data)
-        self.files += 1
-        self.bytes += len(data)
-
-    def write_lines(self, path: Path, chunks: list[bytes]) -> None:
-        self._folder(path.parent)
-        with open(path, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-                self.bytes += len(chunk)
-        self.files += 1
 
 
 #: What a generation writes at the top of its folder; anything else there is left alone.
@@ -209,106 +148,6 @@ def _prepare_out_dir(out_dir: Path) -> None:
             shutil.rmtree(target)
         else:
             target.unlink()
-
-
-def _reward(rng: random.Random, task: TaskSpec, coverage: float) -> float:
-    raw = 0.05 + 0.9 * coverage + rng.gauss(0.0, 0.15)
-    if task.reward_type == "binary":
-        return 1.0 if raw >= 0.6 else 0.0
-    return round(min(1.0, max(0.0, raw)), 2)
-
-
-def _instruction_for(task: TaskSpec, mcp: bool) -> str:
-    if not mcp:
-        return task.instruction
-    targets = "\n".join(
-        f"**Target Repository:** `{profile.sg_repo}`\n"
-        f"- Use `repo:^{profile.sg_repo}$` filter in keyword_search\n"
-        f"- Use `{profile.sg_repo}` as the `repo` parameter for find_references/read_file"
-        for profile in task.repos
-    )
-    return _MCP_PREAMBLE.format(targets=targets) + task.instruction
-
-
-def _walk_calls(messages: list[Message], transcript_order: bool) -> list[Call]:
-    calls: list[Call] = []
-    for msg in messages:
-        ordered = msg.calls if transcript_order else atif_call_order(msg)
-        if transcript_order:
-            calls.extend(ordered)
-            for call in ordered:
-                calls.extend(_walk_calls(call.children, True))
-        else:
-            for call in ordered:
-                calls.append(call)
-                calls.extend(_walk_calls(call.children, False))
-    return calls
-
-
-def _parallel_groups(messages: list[Message]) -> list[list[str]]:
-    groups: list[list[str]] = []
-    for msg in messages:
-        if len(msg.calls) > 1:
-            groups.append([c.id for c in msg.calls])
-        for call in msg.calls:
-            groups.extend(_parallel_groups(call.children))
-    return groups
-
-
-def _trial_facts(
-    present: list[Call], results_present: set[str], gt: set[str], call_facts: bool
-) -> dict[str, Any]:
-    """Facts of the calls present in a trial's trace(s), in trace order."""
-    by_name: Counter[str] = Counter()
-    by_category: Counter[str] = Counter()
-    surfaced: set[str] = set()
-    read: set[str] = set()
-    files_read: set[str] = set()
-    written: set[str] = set()
-    first_hit: tuple[int, str] | None = None
-    facts: list[CallFacts] = []
-    for index, call in enumerate(present):
-        by_name[call.name] += 1
-        by_category[call.category] += 1
-        has_result = call.id in results_present
-        targets = list(call.arg_keys) + (list(call.result_keys) if has_result else [])
-        files_read.update(call.read_keys)
-        read.update(k for k in call.read_keys if k in gt)
-        written.update(call.write_keys)
-        if call.category != "file_write":
-            hits = [k for k in targets if k in gt]
-            surfaced.update(hits)
-            if hits and first_hit is None:
-                first_hit = (index, call.id)
-        if call_facts:
-            facts.append(
-                CallFacts(
-                    id=call.id,
-                    name=call.name,
-                    category=call.category,
-                    is_mcp=call.is_mcp,
-                    is_subagent=call.parent_id is not None,
-                    argument_files=list(dict.fromkeys(call.arg_keys)),
-                    result_files=list(dict.fromkeys(call.result_keys)) if has_result else [],
-                    read_files=list(call.read_keys),
-                    written_files=list(call.write_keys),
-                    result_in_trace=has_result,
-                )
-            )
-    return {
-        "tool_calls": len(present),
-        "tool_calls_by_name": dict(sorted(by_name.items())),
-        "tool_calls_by_category": dict(sorted(by_category.items())),
-        "mcp_calls": sum(1 for c in present if c.is_mcp),
-        "subagent_calls": sum(1 for c in present if c.parent_id is not None),
-        "surfaced_gt_files": sorted(surfaced),
-        "read_gt_files": sorted(read),
-        "files_read": sorted(files_read),
-        "written_files": sorted(written),
-        "first_gt_hit_step": first_hit[0] if first_hit else None,
-        "first_gt_hit_call_id": first_hit[1] if first_hit else None,
-        "calls": facts,
-    }
 
 
 def generate_runs(
@@ -360,19 +199,12 @@ def generate_runs(
     >>> len(manifest.tasks), sorted({t.config_name for t in manifest.trials})
     (3, ['baseline-local-direct', 'mcp-remote-direct'])
     """
-    if scale not in SCALES:
-        raise InputError(f"unknown scale {scale!r}; choose one of {sorted(SCALES)}")
-    if n_tasks is None:
-        n_tasks = int(SCALES[scale]["n_tasks"])
-    if n_tasks < 1 or n_runs < 1:
-        raise InputError("n_tasks and n_runs must be at least 1")
-    if transcript_target_bytes is not None and transcript_target_bytes < 0:
-        raise InputError("transcript_target_bytes must not be negative")
+    n_tasks = _checked_n_tasks(scale, n_tasks, n_runs, transcript_target_bytes)
     preset = SCALES[scale]
     want_calls = preset["call_facts"] if call_facts is None else call_facts
     out = Path(out_dir)
     _prepare_out_dir(out)
-    writer = _Writer(out)
+    writer = Writer(out)
 
     tasks = [build_task(i, seed) for i in range(n_tasks)]
     for task in tasks:
@@ -383,15 +215,7 @@ def generate_runs(
     batch = [t for t in tasks if t not in archived] or list(tasks)
 
     context = _Context(out, writer, seed, preset["read_span"], transcript_target_bytes, want_calls)
-    runs: list[RunFacts] = []
-    trials: list[TrialFacts] = []
-    for run_index in range(n_runs):
-        run, run_trials = context.batch_run(run_index, batch)
-        runs.append(run)
-        trials.extend(run_trials)
-    run, run_trials = context.archived_run(archived)
-    runs.append(run)
-    trials.extend(run_trials)
+    runs, trials = context.all_runs(n_runs, batch, archived)
 
     manifest = SynthManifest(
         params={
@@ -409,14 +233,36 @@ def generate_runs(
         bytes_written=writer.bytes,
         out_dir=out,
     )
-    readme = _readme(manifest)
+    _write_readme_and_manifest(manifest, writer)
+    return manifest
+
+
+def _checked_n_tasks(
+    scale: str, n_tasks: int | None, n_runs: int, transcript_target_bytes: int | None
+) -> int:
+    """The number of tasks to generate (the scale's by default), once the arguments are
+    checked."""
+    if scale not in SCALES:
+        raise InputError(f"unknown scale {scale!r}; choose one of {sorted(SCALES)}")
+    if n_tasks is None:
+        n_tasks = int(SCALES[scale]["n_tasks"])
+    if n_tasks < 1 or n_runs < 1:
+        raise InputError("n_tasks and n_runs must be at least 1")
+    if transcript_target_bytes is not None and transcript_target_bytes < 0:
+        raise InputError("transcript_target_bytes must not be negative")
+    return n_tasks
+
+
+def _write_readme_and_manifest(manifest: SynthManifest, writer: Writer) -> None:
+    """Write README.md, then the manifest (which counts the README among the files)."""
+    out = writer.root
+    readme = readme_text(manifest, is_example=_is_example(manifest.params))
     writer.write(out / "README.md", readme)
     manifest.files_written = writer.files
     manifest.bytes_written = writer.bytes
     with open(out / MANIFEST_NAME, "wb") as handle:
         for piece in manifest.iter_json():
             handle.write(piece)
-    return manifest
 
 
 def _task_facts(task: TaskSpec) -> TaskFacts:
@@ -466,7 +312,7 @@ class _Context:
     def __init__(
         self,
         out: Path,
-        writer: _Writer,
+        writer: Writer,
         seed: int,
         read_span: tuple[int, int],
         target_bytes: int | None,
@@ -478,14 +324,30 @@ class _Context:
         self.read_span = read_span
         self.target_bytes = target_bytes or 0
         self.call_facts = call_facts
+        self.trials = TrialWriter(out, writer, read_span, self.target_bytes, call_facts)
 
     # -- runs ----------------------------------------------------------------------------
+    def all_runs(
+        self, n_runs: int, batch: list[TaskSpec], archived: list[TaskSpec]
+    ) -> tuple[list[RunFacts], list[TrialFacts]]:
+        """``n_runs`` batch-layout runs of ``batch``, then the archived run of ``archived``."""
+        runs: list[RunFacts] = []
+        trials: list[TrialFacts] = []
+        for run_index in range(n_runs):
+            run, run_trials = self.batch_run(run_index, batch)
+            runs.append(run)
+            trials.extend(run_trials)
+        run, run_trials = self.archived_run(archived)
+        runs.append(run)
+        trials.extend(run_trials)
+        return runs, trials
+
     def batch_run(self, run_index: int, tasks: list[TaskSpec]) -> tuple[RunFacts, list[TrialFacts]]:
         base = BATCH_BASE + timedelta(days=run_index)
         run_id = f"csb_synth_haiku_{base:%Y%m%d_%H%M%S}"
         run_dir = self.out / "runs" / "official" / run_id
         rng = random.Random(f"run:{self.seed}:{run_index}")
-        jobs: list[tuple[TaskSpec, str, int, datetime, _Variant]] = []
+        jobs: list[tuple[TaskSpec, str, int, datetime, Variant]] = []
         repeats: list[tuple[TaskSpec, str]] = []
         for position, task in enumerate(tasks):
             for offset, config in ((0, BASELINE_CONFIG), (40, MCP_CONFIG)):
@@ -497,7 +359,7 @@ class _Context:
                 repeats.append((task, BASELINE_CONFIG))
         end = base + timedelta(seconds=150 * len(tasks) + 60)
         for k, (task, config) in enumerate(repeats):
-            jobs.append((task, config, 1, end + timedelta(seconds=150 * k), _Variant(True, False)))
+            jobs.append((task, config, 1, end + timedelta(seconds=150 * k), Variant(True, False)))
         pair_counts = Counter((t.name, c) for t, c, *_ in jobs)
         facts = []
         for task, config, repeat, start, variant in jobs:
@@ -512,23 +374,25 @@ class _Context:
             trial_name = f"{raw_name[:32]}__{''.join(trial_rng.choices(_ALNUM, k=7))}"
             trial_dir = run_dir / config / batch_ts / trial_name
             facts.append(
-                self.trial(
+                self.trials.write(
                     trial_rng,
-                    task=task,
-                    run_id=run_id,
-                    layout="batch",
-                    config=config,
-                    trial_dir=trial_dir,
-                    raw_name=raw_name,
-                    trial_name=trial_name,
-                    batch_ts=batch_ts,
-                    start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
-                    variant=variant,
-                    version=HARNESS_VERSION,
-                    sg_infix=True,
-                    trials_dir=f"runs/staging/{run_id}/{config}/{batch_ts}",
-                    repeat=repeat,
-                    pair_count=pair_counts[(task.name, config)],
+                    TrialSpec(
+                        task=task,
+                        run_id=run_id,
+                        layout="batch",
+                        config=config,
+                        trial_dir=trial_dir,
+                        raw_name=raw_name,
+                        trial_name=trial_name,
+                        batch_ts=batch_ts,
+                        start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
+                        variant=variant,
+                        version=HARNESS_VERSION,
+                        sg_infix=True,
+                        trials_dir=f"runs/staging/{run_id}/{config}/{batch_ts}",
+                        repeat=repeat,
+                        pair_count=pair_counts[(task.name, config)],
+                    ),
                 )
             )
         run = RunFacts(
@@ -557,23 +421,25 @@ class _Context:
                 trial_name = f"{raw_name[:32]}__{''.join(trial_rng.choices(_ALNUM, k=7))}"
                 job_name = f"{task.suite}_{task.name}_{config}"
                 job_dir = run_dir / group / job_name
-                trial = self.trial(
+                trial = self.trials.write(
                     trial_rng,
-                    task=task,
-                    run_id=run_id,
-                    layout="archived",
-                    config=config,
-                    trial_dir=job_dir / trial_name,
-                    raw_name=raw_name,
-                    trial_name=trial_name,
-                    batch_ts=None,
-                    start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
-                    variant=_Variant(not mcp, mcp),
-                    version=ARCHIVED_HARNESS_VERSION,
-                    sg_infix=False,
-                    trials_dir=f"runs/staging/{run_id}/{config}/{job_name}",
-                    repeat=0,
-                    pair_count=1,
+                    TrialSpec(
+                        task=task,
+                        run_id=run_id,
+                        layout="archived",
+                        config=config,
+                        trial_dir=job_dir / trial_name,
+                        raw_name=raw_name,
+                        trial_name=trial_name,
+                        batch_ts=None,
+                        start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
+                        variant=Variant(not mcp, mcp),
+                        version=ARCHIVED_HARNESS_VERSION,
+                        sg_infix=False,
+                        trials_dir=f"runs/staging/{run_id}/{config}/{job_name}",
+                        repeat=0,
+                        pair_count=1,
+                    ),
                 )
                 facts.append(trial)
                 job_dirs.append(job_dir.relative_to(self.out).as_posix())
@@ -657,256 +523,13 @@ class _Context:
         self.writer.write(job_dir / "config.json", indent4(job_config))
         self.writer.write(job_dir / "result.json", indent4(job_result))
 
-    # -- one trial -----------------------------------------------------------------------
-    def trial(
-        self,
-        rng: random.Random,
-        *,
-        task: TaskSpec,
-        run_id: str,
-        layout: str,
-        config: str,
-        trial_dir: Path,
-        raw_name: str,
-        trial_name: str,
-        batch_ts: str | None,
-        start: datetime,
-        variant: _Variant,
-        version: str,
-        sg_infix: bool,
-        trials_dir: str,
-        repeat: int,
-        pair_count: int,
-    ) -> TrialFacts:
-        mcp = config == MCP_CONFIG
-        skill = min(1.0, rng.betavariate(2.0, 2.0) + (0.05 if mcp else 0.0))
-        plan = plan_trial(
-            task,
-            rng,
-            mcp=mcp,
-            skill=skill,
-            sg_infix=sg_infix,
-            read_span=self.read_span,
-            pad_bytes=self.target_bytes,
-            force_subagent=variant.subagent,
-            allow_subagent=True,
-        )
-        reward = _reward(rng, task, plan.coverage)
-        env_end = start + timedelta(seconds=rng.uniform(2.5, 20.0))
-        setup_end = env_end + timedelta(seconds=rng.uniform(8.0, 35.0))
-        agent_start = setup_end + timedelta(microseconds=rng.randint(20, 60))
-        exception_info = None
-        if variant.truncated:
-            agent_end = agent_start + timedelta(seconds=task.time_limit_sec)
-            reward = 0.0
-        else:
-            agent_end = agent_start + timedelta(seconds=plan.duration + rng.uniform(1.0, 6.0))
-        verifier_end = agent_end + timedelta(seconds=rng.uniform(0.2, 9.0))
-        finished = verifier_end + timedelta(seconds=rng.uniform(8.0, 25.0))
-        if variant.truncated:
-            exception_info = {
-                "exception_type": "AgentTimeoutError",
-                "exception_message": f"Agent execution timed out after {float(task.time_limit_sec)} seconds",
-                "exception_traceback": (
-                    "Traceback (most recent call last):\n"
-                    '  File "/harbor/trial/trial.py", line 214, in _execute_agent\n'
-                    "    await asyncio.wait_for(self._agent.run(...), timeout=timeout)\n"
-                    "asyncio.exceptions.TimeoutError\n"
-                ),
-                "occurred_at": iso_us(agent_end),
-            }
-        meta = SessionMeta(
-            session_id=uuid4(rng),
-            model=MODEL,
-            version=version,
-            mcp=mcp,
-            sg_infix=sg_infix,
-            instruction=_instruction_for(task, mcp),
-            agent_start=agent_start,
-        )
-        agent_dir = trial_dir / "agent"
-        trace_files: list[str] = []
-        self.writer.write(agent_dir / "instruction.txt", meta.instruction)
-        transcript_calls: list[Call] = []
-        results_present: set[str] = set()
-        transcript_tool_uses = None
-        banner_lines = 0
-        truncated = False
-        if variant.transcript:
-            lines = transcript_lines(plan, meta, rng)
-            if variant.truncated:
-                cut = max(4, int(len(lines) * rng.uniform(0.55, 0.8)))
-                kept = lines[:cut]
-                partial, info = lines[cut]
-                chunks = [line for line, _ in kept] + [partial[: max(10, len(partial) // 2)]]
-                surviving = kept
-                truncated = True
-            else:
-                chunks = [line for line, _ in lines]
-                surviving = lines
-            call_ids = {info.call_id for _, info in surviving if info.kind == "tool_use"}
-            results_present = {
-                info.call_id for _, info in surviving if info.kind == "tool_result" and info.call_id
-            }
-            transcript_calls = [c for c in _walk_calls(plan.messages, True) if c.id in call_ids]
-            transcript_tool_uses = len(transcript_calls)
-            if variant.stdout_banner:
-                banner_lines = _BANNER.count("\n")
-                rel = "agent/command-1/stdout.txt"
-                self.writer.write_lines(trial_dir / rel, [_BANNER.encode("utf-8"), *chunks])
-            else:
-                rel = "agent/claude-code.txt"
-                self.writer.write_lines(trial_dir / rel, chunks)
-            trace_files.append(rel)
-        trajectory_tool_steps = None
-        present = transcript_calls
-        if variant.trajectory:
-            data, order = trajectory_bytes(plan, meta)
-            self.writer.write(agent_dir / "trajectory.json", data)
-            trace_files.append("agent/trajectory.json")
-            trajectory_tool_steps = len(order)
-            present = _walk_calls(plan.messages, False)
-            results_present = {c.id for c in present}
-        if variant.transcript or variant.trajectory:
-            t = totals(plan)
-            prompt, cached, completion = _atif_sums(plan)
-            agent_result = {
-                "n_input_tokens": prompt,
-                "n_cache_tokens": cached,
-                "n_output_tokens": completion,
-                "cost_usd": None,
-                "rollout_details": None,
-                "metadata": None,
-            }
-        else:
-            t = None
-            agent_result = {
-                "n_input_tokens": None,
-                "n_cache_tokens": None,
-                "n_output_tokens": None,
-                "cost_usd": None,
-                "rollout_details": None,
-                "metadata": None,
-            }
-        task_path = (
-            f"/tmp/{raw_name}"
-            if mcp
-            else f"/home/runner/CodeScaleBench/benchmarks/{task.task_dirs[0]}"
-        )
-        rel_trial = trial_dir.relative_to(self.out).as_posix()
-        self.writer.write(
-            trial_dir / "result.json",
-            result_json_bytes(
-                rng=rng,
-                task_name=raw_name,
-                trial_name=trial_name,
-                trial_uri=f"file:///home/runner/CodeScaleBench/runs/staging/{trials_dir.split('/', 2)[-1]}/{trial_name}",
-                task_path=task_path,
-                trials_dir=trials_dir,
-                model=MODEL,
-                agent_result=agent_result,
-                reward=reward,
-                exception_info=exception_info,
-                phases={
-                    "trial": (start, finished),
-                    "environment_setup": (start + timedelta(microseconds=600), env_end),
-                    "agent_setup": (env_end + timedelta(microseconds=30), setup_end),
-                    "agent_execution": (agent_start, agent_end),
-                    "verifier": (agent_end + timedelta(microseconds=60), verifier_end),
-                },
-            ),
-        )
-        self.writer.write(
-            trial_dir / "verifier" / "reward.txt",
-            f"{reward}\n" if task.reward_type == "binary" else f"{reward:.2f}\n",
-        )
-        gt = set(task.gt_files)
-        facts = _trial_facts(present, results_present, gt, self.call_facts)
-        if variant.trajectory and variant.transcript:
-            source: str | None = "merged"
-        elif variant.trajectory:
-            source = "trajectory"
-        elif variant.transcript:
-            source = "transcript"
-        else:
-            source = None
-        complete = t if not truncated else None  # totals only from a complete trace
-        return TrialFacts(
-            run_id=run_id,
-            layout=layout,
-            config_name=config,
-            trial_dir=rel_trial,
-            trial_name=trial_name,
-            task_name=task.name,
-            raw_task_name=raw_name,
-            benchmark=task.suite,
-            batch_timestamp=batch_ts,
-            started_at=iso_us(start),
-            model=MODEL,
-            # result.json says "unknown": only a trace tells the harness version.
-            harness_version=version if trace_files else None,
-            repeat_index=repeat,
-            trials_for_pair=pair_count,
-            is_latest_trial=repeat == pair_count - 1,
-            trace_files=trace_files,
-            has_transcript=variant.transcript,
-            has_trajectory=variant.trajectory,
-            transcript_truncated=truncated,
-            banner_lines=banner_lines,
-            expected_trace_source=source,
-            gt_files=task.gt_files,
-            reward=reward,
-            exception_type=exception_info["exception_type"] if exception_info else None,
-            skill=round(skill, 4),
-            coverage=round(plan.coverage, 4),
-            transcript_tool_uses=transcript_tool_uses,
-            trajectory_tool_steps=trajectory_tool_steps,
-            submitted_files=plan.submitted_keys,
-            parallel_groups=_parallel_groups(plan.messages)
-            if (variant.transcript or variant.trajectory)
-            else [],
-            # The session totals exist only where the trace reports them in full.
-            cost_usd=complete.cost_usd if complete and variant.transcript else None,
-            input_tokens=complete.input_tokens if complete else None,
-            output_tokens=complete.output_tokens if complete else None,
-            cache_read_tokens=complete.cache_read_tokens if complete else None,
-            cache_creation_tokens=complete.cache_creation_tokens if complete else None,
-            distinct_messages=complete.distinct_messages if complete else None,
-            agent_execution_seconds=round((agent_end - agent_start).total_seconds(), 6),
-            **facts,
-        )
-
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def _atif_sums(plan: TrialPlan) -> tuple[int, int, int]:
-    """Harbor's ``agent_result`` token sums: per ATIF step, so repeated usage double-counts."""
-    prompt = cached = completion = 0
-
-    def walk(messages: list[Message]) -> None:
-        nonlocal prompt, cached, completion
-        for msg in messages:
-            blocks = (1 if msg.thinking else 0) + (1 if msg.text else 0) + len(msg.calls)
-            prompt += blocks * (msg.input_tokens + msg.cache_read)
-            cached += blocks * msg.cache_read
-            completion += (blocks - 1) * msg.placeholder_output + msg.output_tokens
-            for call in msg.calls:
-                walk(call.children)
-
-    walk(plan.messages)
-    return prompt, cached, completion
-
-
-def _readme(manifest: SynthManifest) -> str:
-    params = manifest.params
-    command = (
-        f"retrieval-lib synth --out DIR --tasks {params['n_tasks']} --seed {params['seed']} "
-        f"--runs {params['n_runs']} --scale {params['scale']}"
-    )
-    if params["transcript_target_bytes"]:
-        command += f" --transcript-mb {params['transcript_target_bytes'] / 1e6:g}"
-    is_example = params == {
+def _is_example(params: dict[str, Any]) -> bool:
+    """Whether ``params`` are those of the bundled examples/ folder."""
+    return params == {
         "n_tasks": SCALES["example"]["n_tasks"],
         "seed": 0,
         "n_runs": 1,
@@ -914,101 +537,3 @@ def _readme(manifest: SynthManifest) -> str:
         "transcript_target_bytes": None,
         "call_facts": True,
     }
-    out = [
-        "# Synthetic benchmark runs (generated)",
-        "",
-        "Everything in this folder was written by `retrieval_lib.synth.generate_runs`: the",
-        "tasks, runs and traces are synthetic but have the structure of real CodeScaleBench /",
-        "Harbor run artifacts (same folder layouts, file names, JSON keys and id styles).",
-        "Do not edit these files by hand; regenerate them instead (this replaces `runs/`,",
-        "`benchmarks/`, `README.md` and `synth_manifest.json` and leaves any other entry of",
-        "the folder, such as `kb/`, alone):",
-        "",
-        "```bash",
-        "retrieval-lib synth --out examples --scale example" if is_example else command,
-        "```",
-        "",
-        "The same arguments always produce byte-identical files.",
-        "",
-        "## Layout",
-        "",
-        "- `benchmarks/<suite>/<task>/`: task definitions (`task.toml`, `instruction.md`,",
-        "  `tests/`, `solution/`), one ground-truth kind per task (table below).",
-        "- `runs/official/<run_id>/<config>/<YYYY-MM-DD__HH-MM-SS>/<trial>/`: batch layout.",
-        "- `runs/official/archive/<run_id>/{baseline|mcp}/<job_name>/<trial>/`: archived job",
-        "  layout; each job folder also has a job-level `config.json` and `result.json`",
-        "  (not trials).",
-        "- Each trial: `result.json`, `verifier/reward.txt`, `agent/instruction.txt` and its",
-        "  traces: `agent/claude-code.txt` (stream-json transcript), `agent/trajectory.json`",
-        "  (ATIF-v1.2), or the older `agent/command-1/stdout.txt` (transcript behind shell",
-        "  banner lines).",
-        "- `synth_manifest.json`: the facts each trial's files contain (ground-truth files,",
-        "  which of them the agent surfaced, read and wrote, tool-call counts, first",
-        "  ground-truth hit, reward, token totals), for end-to-end tests.",
-        "",
-        "## Tasks",
-        "",
-        "| task | suite folder(s) | ground truth | source | files |",
-        "|---|---|---|---|---|",
-    ]
-    for task in manifest.tasks:
-        out.append(
-            f"| {task.name} | {', '.join(task.task_dirs)} | {task.gt_kind} | "
-            f"{task.gt_source or '-'} | {len(task.gt_files)} |"
-        )
-    out += [
-        "",
-        "## Trials",
-        "",
-        "| run | config | trial | traces | reward | note |",
-        "|---|---|---|---|---|---|",
-    ]
-    for trial in manifest.trials:
-        notes = []
-        if trial.transcript_truncated:
-            notes.append("transcript cut off (agent timed out)")
-        if trial.banner_lines:
-            notes.append("transcript in command-1/stdout.txt after banner lines")
-        if not trial.trace_files:
-            notes.append("no trace")
-        if trial.has_transcript and trial.has_trajectory:
-            notes.append("both traces (merge)")
-        if trial.trials_for_pair > 1:
-            notes.append(f"repeat {trial.repeat_index + 1} of {trial.trials_for_pair}")
-        if trial.subagent_calls:
-            notes.append(f"{trial.subagent_calls} subagent calls")
-        traces = ", ".join(Path(p).name for p in trial.trace_files) or "-"
-        out.append(
-            f"| {trial.run_id} | {trial.config_name} | {trial.trial_name} | {traces} | "
-            f"{trial.reward} | {'; '.join(notes)} |"
-        )
-    out += [
-        "",
-        "## How the agents behave",
-        "",
-        "Each trial draws a latent skill; the skill sets how many relevant files the agent's",
-        "searches surface and how many of those it reads. The reward follows the share of",
-        "the ground truth the agent submitted or edited, plus noise, so retrieval and outcome",
-        "are correlated but not perfectly. Baseline agents use Grep, Glob, Read and Bash",
-        "(`find`, `grep -rn`, `sed -n`, `head`), sometimes a `Task` subagent; MCP agents use",
-        "Sourcegraph `keyword_search`, `nls_search`, `list_files`, `find_references` and",
-        "`read_file`, then write locally. In MCP transcripts, tool results are lists of text",
-        "blocks, as Claude Code writes them; in trajectories they are strings.",
-        "",
-        "## Reading the manifest",
-        "",
-        "- File keys are lowercase repository-relative paths; in the multi-repo (org) task they",
-        "  are `repo::path` with the short repository name (`istio::pilot/pkg/xds/rds.go`).",
-        "  `gt_files` holds the keys a ground-truth loader should produce for the task.",
-        "- `surfaced_gt_files`: ground-truth keys named by any non-write call's arguments or",
-        "  result; `read_gt_files`: those read (Read, `read_file`, `sed -n`, `head`);",
-        "  `written_files`: files written (Write, Edit).",
-        "- `tool_calls`, `calls` and `first_gt_hit_step` count every tool call present in the",
-        "  trace, in the trajectory's order when there is one (parallel calls reversed), else",
-        "  the transcript's; calls after the cut of a truncated transcript are absent.",
-        "- Token totals and `cost_usd` are the session totals over distinct API messages;",
-        "  they are `null` when no trace reports them in full (no trace, or a transcript cut",
-        "  off before its `result` line). `harness_version` is `null` without a trace.",
-        "",
-    ]
-    return "\n".join(out)

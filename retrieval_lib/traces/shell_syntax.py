@@ -79,26 +79,8 @@ def tokenize(text: str) -> list[tuple[int, str, bool]]:
             in_word = quoted = True
             i = end + 1
         elif ch == '"':
-            i += 1
-            while True:
-                run = _DOUBLE_QUOTED_RUN_RE.match(text, i)
-                if run is not None:
-                    buf.append(run.group())
-                    i = run.end()
-                if i >= n:
-                    raise Unparseable("unbalanced double quote")
-                c = text[i]
-                if c == '"':
-                    break
-                if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
-                    if text[i + 1] != "\n":
-                        buf.append(text[i + 1])
-                    i += 2
-                    continue
-                buf.append(c)
-                i += 1
+            i = _double_quoted(text, i + 1, buf)
             in_word = quoted = True
-            i += 1
         elif ch == "\\":
             if i + 1 < n and text[i + 1] == "\n":  # line continuation
                 i += 2
@@ -109,21 +91,10 @@ def tokenize(text: str) -> list[tuple[int, str, bool]]:
             i += 2
         elif ch == "$" and i + 1 < n and text[i + 1] == "(":
             # Command substitution: keep it inside the word (it is never a known path).
-            depth = 0
-            start = i
-            while i < n:
-                if text[i] == "(":
-                    depth += 1
-                elif text[i] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                i += 1
-            if i >= n:
-                raise Unparseable("unbalanced $(")
-            buf.append(text[start : i + 1])
+            end = _substitution_end(text, i)
+            buf.append(text[i:end])
             in_word = True
-            i += 1
+            i = end
         elif ch == "`":
             end = text.find("`", i + 1)
             if end < 0:
@@ -143,23 +114,71 @@ def tokenize(text: str) -> list[tuple[int, str, bool]]:
                 buf.clear()
                 in_word = False
             flush()
-            op = _read_operator(text, i)
-            tokens.append((_OP, op, False))
-            i += len(op)
-            if op in ("<<", "<<-"):
-                # the delimiter word follows; the body starts after the end of this line
-                i, delimiter = _heredoc_delimiter(text, i)
-                tokens.append((_WORD, delimiter, True))  # the redirect's operand
-                heredocs.append((delimiter, op == "<<-"))
-            elif op == "\n" and heredocs:
-                i = _skip_heredoc_bodies(text, i, heredocs)
-                heredocs.clear()
+            i = _operator(text, i, tokens, heredocs)
         else:
             buf.append(ch)
             in_word = True
             i += 1
     flush()
     return tokens
+
+
+def _operator(
+    text: str, i: int, tokens: list[tuple[int, str, bool]], heredocs: list[tuple[str, bool]]
+) -> int:
+    """Append the operator at ``i`` to ``tokens`` (and a heredoc's delimiter, whose body is
+    skipped at the end of its line); return the index after it."""
+    op = _read_operator(text, i)
+    tokens.append((_OP, op, False))
+    i += len(op)
+    if op in ("<<", "<<-"):
+        # the delimiter word follows; the body starts after the end of this line
+        i, delimiter = _heredoc_delimiter(text, i)
+        tokens.append((_WORD, delimiter, True))  # the redirect's operand
+        heredocs.append((delimiter, op == "<<-"))
+    elif op == "\n" and heredocs:
+        i = _skip_heredoc_bodies(text, i, heredocs)
+        heredocs.clear()
+    return i
+
+
+def _double_quoted(text: str, i: int, buf: list[str]) -> int:
+    """Append the text of the double-quoted string starting at ``i`` (after its opening
+    quote) to ``buf``, with its escapes resolved; return the index after the closing quote."""
+    n = len(text)
+    while True:
+        run = _DOUBLE_QUOTED_RUN_RE.match(text, i)
+        if run is not None:
+            buf.append(run.group())
+            i = run.end()
+        if i >= n:
+            raise Unparseable("unbalanced double quote")
+        c = text[i]
+        if c == '"':
+            return i + 1
+        if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
+            if text[i + 1] != "\n":
+                buf.append(text[i + 1])
+            i += 2
+            continue
+        buf.append(c)
+        i += 1
+
+
+def _substitution_end(text: str, i: int) -> int:
+    """The index after the ``)`` that closes the ``$(`` at ``i`` (nested parentheses
+    counted)."""
+    n = len(text)
+    depth = 0
+    while i < n:
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise Unparseable("unbalanced $(")
 
 
 def _heredoc_delimiter(text: str, i: int) -> tuple[int, str]:

@@ -1,0 +1,531 @@
+"""One trial's files: the agent's planned work written as traces, ``result.json`` and
+``verifier/reward.txt``, and the facts those files contain.
+
+:class:`TrialWriter` plans a trial (:func:`retrieval_lib.synth.plan.plan_trial`),
+writes its files in the shape its :class:`Variant` asks for (transcript, trajectory,
+both or none; cut off; behind shell banner lines) and returns its
+:class:`~retrieval_lib.synth.manifest.TrialFacts`. :mod:`retrieval_lib.synth.generator`
+decides which trials a generation has and where they go.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from retrieval_lib.synth.agent import Call, Message, TrialPlan
+from retrieval_lib.synth.catalog import TaskSpec
+from retrieval_lib.synth.formats import (
+    SessionMeta,
+    atif_call_order,
+    iso_us,
+    result_json_bytes,
+    totals,
+    trajectory_bytes,
+    transcript_lines,
+    uuid4,
+)
+from retrieval_lib.synth.manifest import CallFacts, TrialFacts
+from retrieval_lib.synth.plan import plan_trial
+
+__all__ = [
+    "BASELINE_CONFIG",
+    "MCP_CONFIG",
+    "MODEL",
+    "TrialSpec",
+    "TrialWriter",
+    "Variant",
+    "Writer",
+]
+
+BASELINE_CONFIG = "baseline-local-direct"
+MCP_CONFIG = "mcp-remote-direct"
+MODEL = "claude-haiku-4-5-20251001"
+#: Harness (Claude Code) versions: batch runs, and the older archived run.
+
+_BANNER = (
+    "bash: cannot set terminal process group (-1): Inappropriate ioctl for device\n"
+    "bash: no job control in this shell\n"
+    "npm warn deprecated @anthropic-ai/claude-code-cli@0.2.0: use @anthropic-ai/claude-code\n"
+)
+
+_MCP_PREAMBLE = (
+    "# IMPORTANT: Source Code Access\n\n"
+    "**Local source files are not present.** Your workspace does not contain source code. "
+    "You **MUST** use Sourcegraph MCP tools to discover, read, and understand code before "
+    "making any changes.\n\n"
+    "{targets}\n\n"
+    "## Tool Selection\n\n"
+    "| Goal | Tool |\n|------|------|\n"
+    "| Exact symbol/string | `sg_keyword_search` |\n"
+    "| Concepts/semantic search | `sg_nls_search` |\n"
+    "| Trace usage/callers | `sg_find_references` |\n"
+    "| Read full file | `sg_read_file` |\n"
+    "| Browse structure | `sg_list_files` |\n\n---\n\n"
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    transcript: bool
+    trajectory: bool
+    stdout_banner: bool = False
+    truncated: bool = False
+    subagent: bool = False
+
+
+class Writer:
+    """Plain (non-atomic) writes: generated data is disposable, and speed matters here."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files = 0
+        self.bytes = 0
+        self._made: set[Path] = set()
+
+    def _folder(self, folder: Path) -> None:
+        if folder not in self._made:
+            folder.mkdir(parents=True, exist_ok=True)
+            if len(self._made) > 512:  # only recent folders matter: keep memory flat
+                self._made.clear()
+            self._made.add(folder)
+
+    def write(self, path: Path, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        self._folder(path.parent)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        self.files += 1
+        self.bytes += len(data)
+
+    def write_lines(self, path: Path, chunks: list[bytes]) -> None:
+        self._folder(path.parent)
+        with open(path, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+                self.bytes += len(chunk)
+        self.files += 1
+
+
+def _reward(rng: random.Random, task: TaskSpec, coverage: float) -> float:
+    raw = 0.05 + 0.9 * coverage + rng.gauss(0.0, 0.15)
+    if task.reward_type == "binary":
+        return 1.0 if raw >= 0.6 else 0.0
+    return round(min(1.0, max(0.0, raw)), 2)
+
+
+def _instruction_for(task: TaskSpec, mcp: bool) -> str:
+    if not mcp:
+        return task.instruction
+    targets = "\n".join(
+        f"**Target Repository:** `{profile.sg_repo}`\n"
+        f"- Use `repo:^{profile.sg_repo}$` filter in keyword_search\n"
+        f"- Use `{profile.sg_repo}` as the `repo` parameter for find_references/read_file"
+        for profile in task.repos
+    )
+    return _MCP_PREAMBLE.format(targets=targets) + task.instruction
+
+
+def _walk_calls(messages: list[Message], transcript_order: bool) -> list[Call]:
+    calls: list[Call] = []
+    for msg in messages:
+        ordered = msg.calls if transcript_order else atif_call_order(msg)
+        if transcript_order:
+            calls.extend(ordered)
+            for call in ordered:
+                calls.extend(_walk_calls(call.children, True))
+        else:
+            for call in ordered:
+                calls.append(call)
+                calls.extend(_walk_calls(call.children, False))
+    return calls
+
+
+def _parallel_groups(messages: list[Message]) -> list[list[str]]:
+    groups: list[list[str]] = []
+    for msg in messages:
+        if len(msg.calls) > 1:
+            groups.append([c.id for c in msg.calls])
+        for call in msg.calls:
+            groups.extend(_parallel_groups(call.children))
+    return groups
+
+
+def _trial_facts(
+    present: list[Call], results_present: set[str], gt: set[str], call_facts: bool
+) -> dict[str, Any]:
+    """Facts of the calls present in a trial's trace(s), in trace order."""
+    by_name: Counter[str] = Counter()
+    by_category: Counter[str] = Counter()
+    surfaced: set[str] = set()
+    read: set[str] = set()
+    files_read: set[str] = set()
+    written: set[str] = set()
+    first_hit: tuple[int, str] | None = None
+    facts: list[CallFacts] = []
+    for index, call in enumerate(present):
+        by_name[call.name] += 1
+        by_category[call.category] += 1
+        has_result = call.id in results_present
+        targets = list(call.arg_keys) + (list(call.result_keys) if has_result else [])
+        files_read.update(call.read_keys)
+        read.update(k for k in call.read_keys if k in gt)
+        written.update(call.write_keys)
+        if call.category != "file_write":
+            hits = [k for k in targets if k in gt]
+            surfaced.update(hits)
+            if hits and first_hit is None:
+                first_hit = (index, call.id)
+        if call_facts:
+            facts.append(
+                CallFacts(
+                    id=call.id,
+                    name=call.name,
+                    category=call.category,
+                    is_mcp=call.is_mcp,
+                    is_subagent=call.parent_id is not None,
+                    argument_files=list(dict.fromkeys(call.arg_keys)),
+                    result_files=list(dict.fromkeys(call.result_keys)) if has_result else [],
+                    read_files=list(call.read_keys),
+                    written_files=list(call.write_keys),
+                    result_in_trace=has_result,
+                )
+            )
+    return {
+        "tool_calls": len(present),
+        "tool_calls_by_name": dict(sorted(by_name.items())),
+        "tool_calls_by_category": dict(sorted(by_category.items())),
+        "mcp_calls": sum(1 for c in present if c.is_mcp),
+        "subagent_calls": sum(1 for c in present if c.parent_id is not None),
+        "surfaced_gt_files": sorted(surfaced),
+        "read_gt_files": sorted(read),
+        "files_read": sorted(files_read),
+        "written_files": sorted(written),
+        "first_gt_hit_step": first_hit[0] if first_hit else None,
+        "first_gt_hit_call_id": first_hit[1] if first_hit else None,
+        "calls": facts,
+    }
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Who one trial is and where it goes: its task, run, config, names, start and variant."""
+
+    task: TaskSpec
+    run_id: str
+    layout: str
+    config: str
+    trial_dir: Path
+    raw_name: str
+    trial_name: str
+    batch_ts: str | None
+    start: datetime
+    variant: Variant
+    version: str
+    sg_infix: bool
+    trials_dir: str
+    repeat: int
+    pair_count: int
+
+
+@dataclass
+class _Traces:
+    """What a trial's written traces hold: their files and the calls present in them."""
+
+    files: list[str] = field(default_factory=list)
+    present: list[Call] = field(default_factory=list)
+    results_present: set[str] = field(default_factory=set)
+    transcript_tool_uses: int | None = None
+    trajectory_tool_steps: int | None = None
+    banner_lines: int = 0
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class _Timeline:
+    """The ends of a trial's phases (environment, agent setup, agent, verifier, trial)."""
+
+    start: datetime
+    env_end: datetime
+    setup_end: datetime
+    agent_start: datetime
+    agent_end: datetime
+    verifier_end: datetime
+    finished: datetime
+
+    @classmethod
+    def draw(
+        cls,
+        rng: random.Random,
+        start: datetime,
+        duration: float,
+        time_limit_sec: float,
+        variant: Variant,
+    ) -> _Timeline:
+        """Seeded phase lengths; a truncated trial's agent runs to its time limit."""
+        env_end = start + timedelta(seconds=rng.uniform(2.5, 20.0))
+        setup_end = env_end + timedelta(seconds=rng.uniform(8.0, 35.0))
+        agent_start = setup_end + timedelta(microseconds=rng.randint(20, 60))
+        if variant.truncated:
+            agent_end = agent_start + timedelta(seconds=time_limit_sec)
+        else:
+            agent_end = agent_start + timedelta(seconds=duration + rng.uniform(1.0, 6.0))
+        verifier_end = agent_end + timedelta(seconds=rng.uniform(0.2, 9.0))
+        finished = verifier_end + timedelta(seconds=rng.uniform(8.0, 25.0))
+        return cls(start, env_end, setup_end, agent_start, agent_end, verifier_end, finished)
+
+    def phases(self) -> dict[str, tuple[datetime, datetime]]:
+        """The phases as ``result.json`` reports them (start, end)."""
+        return {
+            "trial": (self.start, self.finished),
+            "environment_setup": (self.start + timedelta(microseconds=600), self.env_end),
+            "agent_setup": (self.env_end + timedelta(microseconds=30), self.setup_end),
+            "agent_execution": (self.agent_start, self.agent_end),
+            "verifier": (self.agent_end + timedelta(microseconds=60), self.verifier_end),
+        }
+
+
+def _timeout_exception(task: TaskSpec, agent_end: datetime) -> dict[str, Any]:
+    """``result.json``'s ``exception_info`` of an agent that ran out of time."""
+    return {
+        "exception_type": "AgentTimeoutError",
+        "exception_message": f"Agent execution timed out after {float(task.time_limit_sec)} seconds",
+        "exception_traceback": (
+            "Traceback (most recent call last):\n"
+            '  File "/harbor/trial/trial.py", line 214, in _execute_agent\n'
+            "    await asyncio.wait_for(self._agent.run(...), timeout=timeout)\n"
+            "asyncio.exceptions.TimeoutError\n"
+        ),
+        "occurred_at": iso_us(agent_end),
+    }
+
+
+def _agent_result(plan: TrialPlan, variant: Variant) -> dict[str, Any]:
+    """``result.json``'s ``agent_result``: token sums only when the trial has a trace."""
+    prompt: int | None = None
+    cached: int | None = None
+    completion: int | None = None
+    if variant.transcript or variant.trajectory:
+        prompt, cached, completion = _atif_sums(plan)
+    return {
+        "n_input_tokens": prompt,
+        "n_cache_tokens": cached,
+        "n_output_tokens": completion,
+        "cost_usd": None,
+        "rollout_details": None,
+        "metadata": None,
+    }
+
+
+def _expected_source(variant: Variant) -> str | None:
+    """The trace a reader should take the trial's calls from."""
+    if variant.trajectory and variant.transcript:
+        return "merged"
+    if variant.trajectory:
+        return "trajectory"
+    if variant.transcript:
+        return "transcript"
+    return None
+
+
+class TrialWriter:
+    """Writes trials under a generation's folder, with the generation's sizes."""
+
+    def __init__(
+        self,
+        out: Path,
+        writer: Writer,
+        read_span: tuple[int, int],
+        target_bytes: int,
+        call_facts: bool,
+    ) -> None:
+        self.out = out
+        self.writer = writer
+        self.read_span = read_span
+        self.target_bytes = target_bytes
+        self.call_facts = call_facts
+
+    def write(self, rng: random.Random, s: TrialSpec) -> TrialFacts:
+        """Plan one trial, write its files, and return the facts they contain."""
+        task, mcp = s.task, s.config == MCP_CONFIG
+        skill = min(1.0, rng.betavariate(2.0, 2.0) + (0.05 if mcp else 0.0))
+        plan = plan_trial(
+            task,
+            rng,
+            mcp=mcp,
+            skill=skill,
+            sg_infix=s.sg_infix,
+            read_span=self.read_span,
+            pad_bytes=self.target_bytes,
+            force_subagent=s.variant.subagent,
+            allow_subagent=True,
+        )
+        reward = _reward(rng, task, plan.coverage)
+        times = _Timeline.draw(rng, s.start, plan.duration, task.time_limit_sec, s.variant)
+        exception_info = None
+        if s.variant.truncated:
+            reward = 0.0
+            exception_info = _timeout_exception(task, times.agent_end)
+        meta = SessionMeta(
+            session_id=uuid4(rng),
+            model=MODEL,
+            version=s.version,
+            mcp=mcp,
+            sg_infix=s.sg_infix,
+            instruction=_instruction_for(task, mcp),
+            agent_start=times.agent_start,
+        )
+        self.writer.write(s.trial_dir / "agent" / "instruction.txt", meta.instruction)
+        traces = self._write_traces(rng, plan, meta, s)
+        self._write_result(rng, s, plan, reward, exception_info, times)
+        self.writer.write(
+            s.trial_dir / "verifier" / "reward.txt",
+            f"{reward}\n" if task.reward_type == "binary" else f"{reward:.2f}\n",
+        )
+        facts = _trial_facts(
+            traces.present, traces.results_present, set(task.gt_files), self.call_facts
+        )
+        complete = totals(plan) if traces.files and not traces.truncated else None
+        return TrialFacts(
+            run_id=s.run_id,
+            layout=s.layout,
+            config_name=s.config,
+            trial_dir=s.trial_dir.relative_to(self.out).as_posix(),
+            trial_name=s.trial_name,
+            task_name=task.name,
+            raw_task_name=s.raw_name,
+            benchmark=task.suite,
+            batch_timestamp=s.batch_ts,
+            started_at=iso_us(s.start),
+            model=MODEL,
+            # result.json says "unknown": only a trace tells the harness version.
+            harness_version=s.version if traces.files else None,
+            repeat_index=s.repeat,
+            trials_for_pair=s.pair_count,
+            is_latest_trial=s.repeat == s.pair_count - 1,
+            trace_files=traces.files,
+            has_transcript=s.variant.transcript,
+            has_trajectory=s.variant.trajectory,
+            transcript_truncated=traces.truncated,
+            banner_lines=traces.banner_lines,
+            expected_trace_source=_expected_source(s.variant),
+            gt_files=task.gt_files,
+            reward=reward,
+            exception_type=exception_info["exception_type"] if exception_info else None,
+            skill=round(skill, 4),
+            coverage=round(plan.coverage, 4),
+            transcript_tool_uses=traces.transcript_tool_uses,
+            trajectory_tool_steps=traces.trajectory_tool_steps,
+            submitted_files=plan.submitted_keys,
+            parallel_groups=_parallel_groups(plan.messages) if traces.files else [],
+            # The session totals exist only where the trace reports them in full.
+            cost_usd=complete.cost_usd if complete and s.variant.transcript else None,
+            input_tokens=complete.input_tokens if complete else None,
+            output_tokens=complete.output_tokens if complete else None,
+            cache_read_tokens=complete.cache_read_tokens if complete else None,
+            cache_creation_tokens=complete.cache_creation_tokens if complete else None,
+            distinct_messages=complete.distinct_messages if complete else None,
+            agent_execution_seconds=round((times.agent_end - times.agent_start).total_seconds(), 6),
+            **facts,
+        )
+
+    def _write_traces(
+        self, rng: random.Random, plan: TrialPlan, meta: SessionMeta, s: TrialSpec
+    ) -> _Traces:
+        """Write the trial's transcript and/or trajectory, as its variant says."""
+        traces = _Traces()
+        if s.variant.transcript:
+            self._write_transcript(rng, plan, meta, s, traces)
+        if s.variant.trajectory:
+            data, order = trajectory_bytes(plan, meta)
+            self.writer.write(s.trial_dir / "agent" / "trajectory.json", data)
+            traces.files.append("agent/trajectory.json")
+            traces.trajectory_tool_steps = len(order)
+            traces.present = _walk_calls(plan.messages, False)
+            traces.results_present = {c.id for c in traces.present}
+        return traces
+
+    def _write_transcript(
+        self, rng: random.Random, plan: TrialPlan, meta: SessionMeta, s: TrialSpec, traces: _Traces
+    ) -> None:
+        """Write the transcript, cut off part-way through a line when the agent timed out."""
+        lines = transcript_lines(plan, meta, rng)
+        if s.variant.truncated:
+            cut = max(4, int(len(lines) * rng.uniform(0.55, 0.8)))
+            kept = lines[:cut]
+            partial, info = lines[cut]
+            chunks = [line for line, _ in kept] + [partial[: max(10, len(partial) // 2)]]
+            surviving = kept
+            traces.truncated = True
+        else:
+            chunks = [line for line, _ in lines]
+            surviving = lines
+        call_ids = {info.call_id for _, info in surviving if info.kind == "tool_use"}
+        traces.results_present = {
+            info.call_id for _, info in surviving if info.kind == "tool_result" and info.call_id
+        }
+        traces.present = [c for c in _walk_calls(plan.messages, True) if c.id in call_ids]
+        traces.transcript_tool_uses = len(traces.present)
+        if s.variant.stdout_banner:
+            traces.banner_lines = _BANNER.count("\n")
+            rel = "agent/command-1/stdout.txt"
+            self.writer.write_lines(s.trial_dir / rel, [_BANNER.encode("utf-8"), *chunks])
+        else:
+            rel = "agent/claude-code.txt"
+            self.writer.write_lines(s.trial_dir / rel, chunks)
+        traces.files.append(rel)
+
+    def _write_result(
+        self,
+        rng: random.Random,
+        s: TrialSpec,
+        plan: TrialPlan,
+        reward: float,
+        exception_info: dict[str, Any] | None,
+        times: _Timeline,
+    ) -> None:
+        """Write the trial's ``result.json``."""
+        task_path = (
+            f"/tmp/{s.raw_name}"
+            if s.config == MCP_CONFIG
+            else f"/home/runner/CodeScaleBench/benchmarks/{s.task.task_dirs[0]}"
+        )
+        self.writer.write(
+            s.trial_dir / "result.json",
+            result_json_bytes(
+                rng=rng,
+                task_name=s.raw_name,
+                trial_name=s.trial_name,
+                trial_uri=f"file:///home/runner/CodeScaleBench/runs/staging/{s.trials_dir.split('/', 2)[-1]}/{s.trial_name}",
+                task_path=task_path,
+                trials_dir=s.trials_dir,
+                model=MODEL,
+                agent_result=_agent_result(plan, s.variant),
+                reward=reward,
+                exception_info=exception_info,
+                phases=times.phases(),
+            ),
+        )
+
+
+def _atif_sums(plan: TrialPlan) -> tuple[int, int, int]:
+    """Harbor's ``agent_result`` token sums: per ATIF step, so repeated usage double-counts."""
+    prompt = cached = completion = 0
+
+    def walk(messages: list[Message]) -> None:
+        nonlocal prompt, cached, completion
+        for msg in messages:
+            blocks = (1 if msg.thinking else 0) + (1 if msg.text else 0) + len(msg.calls)
+            prompt += blocks * (msg.input_tokens + msg.cache_read)
+            cached += blocks * msg.cache_read
+            completion += (blocks - 1) * msg.placeholder_output + msg.output_tokens
+            for call in msg.calls:
+                walk(call.children)
+
+    walk(plan.messages)
+    return prompt, cached, completion
