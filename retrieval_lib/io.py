@@ -16,7 +16,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -124,24 +123,62 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename).
 
     The temporary file's name stays within :data:`NAME_MAX` bytes whatever the length of
-    the target's name (:func:`temp_prefix`).
+    the target's name (:func:`temp_prefix`). It is created with ``O_EXCL`` and mode
+    ``0o666``, so the kernel applies the umask (and a folder's default ACL) exactly as for
+    an ordinary ``open()``; the folder is created only when it is missing (one
+    ``open`` + ``write`` + ``close`` + ``rename`` per file otherwise, the cost that
+    matters when normalise writes one document per trial).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> atomic_write_bytes(folder / "sub" / "a.json", b"{}").read_bytes()
+    b'{}'
+    >>> sorted(p.name for p in (folder / "sub").iterdir())  # no temporary file left
+    ['a.json']
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=".tmp", dir=target.parent)
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
+    prefix = os.path.join(folder, temp_prefix(name))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(_TEMP_ATTEMPTS):
+        # 8 random hex digits: the ``.<name>.<random>.tmp`` shape the sweep of orphaned
+        # temporaries (completion.remove_orphaned_temporaries) recognises
+        tmp = f"{prefix}{os.urandom(4).hex()}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if attempt or not folder or os.path.isdir(folder):
+                raise
+            os.makedirs(folder, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(tmp, flags, 0o666)
+                break
+    else:  # pragma: no cover - 100 random names all taken
+        raise FileExistsError(errno.EEXIST, "no free temporary file name", prefix)
     try:
-        # mkstemp creates the file 0600; give it the mode an ordinary open() would.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as handle:
+        try:
             # No fsync: rename is atomic against a crashed or killed process, which is
             # the failure we guard against; fsync per file would dominate run time.
-            handle.write(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return target
+    return Path(target)
+
+
+#: Random temporary names tried before an atomic write gives up (as ``tempfile``).
+_TEMP_ATTEMPTS = 100
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -252,19 +289,75 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     """Join ``parts`` under ``root`` and refuse any result that escapes ``root``.
 
     Each part is reduced to a single safe path component: separators, ``..`` and
-    leading dots cannot steer a write elsewhere.
+    leading dots cannot steer a write elsewhere. The result is resolved (symlinks
+    followed).
+
+    The resolved folder (``root`` joined with every part but the last) is remembered per
+    process, keyed by the unresolved names and checked on every call by the identity
+    (device, inode) of ``root`` and of that folder, so a folder that now leads elsewhere
+    is resolved again; the last part is ``lstat``-ed and resolved in full only when it is
+    a symlink. One document per trial thus costs three system calls instead of resolving
+    both paths component by component.
 
     Examples
     --------
     >>> safe_join("/out", "cfg", "../../etc/passwd").as_posix()
     '/out/cfg/.._.._etc_passwd'
     """
-    base = Path(root).resolve()
     cleaned = [safe_component(part) for part in parts]
-    candidate = base.joinpath(*cleaned).resolve()
-    if base != candidate and base not in candidate.parents:
-        raise UnsafePathError(f"{candidate} escapes {base}")
-    return candidate
+    if cleaned:
+        root_text = os.fspath(root)
+        key = (root_text, *cleaned[:-1])
+        known = _RESOLVED_FOLDERS.get(key)
+        if known is not None:
+            folder, identity = known
+            try:
+                still = _identity(root_text) + _identity(os.path.join(root_text, *cleaned[:-1]))
+            except (OSError, ValueError):
+                still = None
+            if still == identity:
+                candidate = os.path.join(folder, cleaned[-1])
+                try:
+                    is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+                except FileNotFoundError:
+                    is_link = False
+                except (OSError, ValueError):
+                    is_link = True  # let the full resolution say what is wrong
+                if not is_link:
+                    return Path(candidate)
+    base = Path(root).resolve()
+    candidate_path = base.joinpath(*cleaned).resolve()
+    if base != candidate_path and base not in candidate_path.parents:
+        raise UnsafePathError(f"{candidate_path} escapes {base}")
+    if cleaned:
+        _remember_folder(root, cleaned[:-1], base)
+    return candidate_path
+
+
+#: ``(root, *folder parts) -> (resolved folder, identities of root and folder)``.
+_RESOLVED_FOLDERS: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
+_MAX_RESOLVED_FOLDERS = 4096
+
+
+def _identity(path: str) -> tuple[int, int]:
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino)
+
+
+def _remember_folder(root: str | os.PathLike[str], parts: list[str], base: Path) -> None:
+    """Remember the resolved ``root/parts`` folder for :func:`safe_join` (if it exists and
+    lies inside ``base``)."""
+    root_text = os.fspath(root)
+    try:
+        identity = _identity(root_text) + _identity(os.path.join(root_text, *parts))
+        folder = base.joinpath(*parts).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return  # not there yet (the write creates it) or unusable: resolve next time too
+    if folder != base and base not in folder.parents:
+        return
+    if len(_RESOLVED_FOLDERS) >= _MAX_RESOLVED_FOLDERS:
+        _RESOLVED_FOLDERS.clear()
+    _RESOLVED_FOLDERS[(root_text, *parts)] = (str(folder), identity)
 
 
 class NotRegularFileError(OSError):

@@ -112,3 +112,60 @@ def test_parse_iso_time_reads_the_same_forms_on_every_python(text, expected):
 )
 def test_parse_iso_time_gives_none_for_what_is_not_a_timestamp(text):
     assert parse_iso_time(text) is None
+
+
+# ------------------------------------------------- safe_join's remembered folders
+
+
+def test_safe_join_remembers_a_folder_but_follows_it_when_it_is_swapped(tmp_path):
+    """The resolved folder is reused only while root and folder are the same folders."""
+    import os
+
+    real_a, real_b = tmp_path / "a", tmp_path / "b"
+    (real_a / "cfg").mkdir(parents=True)
+    (real_b / "cfg").mkdir(parents=True)
+    root = tmp_path / "out"
+    root.symlink_to(real_a)
+    assert safe_join(root, "cfg", "x.json") == real_a.resolve() / "cfg" / "x.json"
+    assert safe_join(root, "cfg", "y.json") == real_a.resolve() / "cfg" / "y.json"  # cached
+    root.unlink()
+    root.symlink_to(real_b)  # the same names now lead elsewhere: resolved again
+    assert safe_join(root, "cfg", "x.json") == real_b.resolve() / "cfg" / "x.json"
+    os.rename(real_b / "cfg", real_b / "old")
+    (real_b / "cfg").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(UnsafePathError):  # the folder became a link out of the root
+        safe_join(root, "cfg", "x.json")
+
+
+def test_safe_join_refuses_a_target_that_is_a_link_out_even_in_a_known_folder(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    assert safe_join(tmp_path, "cfg", "a.json").parent == (tmp_path / "cfg").resolve()
+    (tmp_path / "cfg" / "b.json").symlink_to("/etc/hostname")
+    with pytest.raises(UnsafePathError):
+        safe_join(tmp_path, "cfg", "b.json")
+    (tmp_path / "cfg" / "c.json").symlink_to(tmp_path / "cfg" / "a.json")  # a link inside
+    assert safe_join(tmp_path, "cfg", "c.json") == (tmp_path / "cfg" / "a.json").resolve()
+
+
+def test_atomic_write_creates_missing_folders_and_replaces_in_one_rename(tmp_path):
+    from retrieval_lib.io import atomic_write_bytes
+
+    target = tmp_path / "x" / "y" / "doc.retrieval_events.json"
+    assert atomic_write_bytes(target, b"1") == target
+    (tmp_path / "x" / "y" / "keep").write_text("k")
+    atomic_write_bytes(str(target), b"2" * 100_000)
+    assert target.read_bytes() == b"2" * 100_000
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name, "keep"]
+
+
+def test_atomic_write_leaves_the_target_and_no_temporary_when_the_write_fails(tmp_path):
+    from retrieval_lib.io import atomic_write_bytes
+
+    target = tmp_path / "doc.json"
+    target.write_bytes(b"old")
+
+    with pytest.raises(TypeError):  # not bytes: fails after the temporary file exists
+        atomic_write_bytes(target, 123)  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]
