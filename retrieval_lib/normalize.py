@@ -193,29 +193,29 @@ class NormalizeReport:
         )
 
 
-def _trace_present(trial_dir: Path, relative: str, reasons: list[str]) -> bool:
-    """Whether ``trial_dir/relative`` is a regular file to parse.
+def _trace_size(trial_dir: Path, relative: str, reasons: list[str]) -> int | None:
+    """The size of ``trial_dir/relative`` when it is a regular file to parse, else ``None``.
 
     One that exists but is not (a FIFO, a device, a folder, a symlink loop or to nothing)
     is named in ``reasons``, never taken for a missing trace in silence.
     """
-    path = trial_dir / relative
+    path = f"{trial_dir}/{relative}"
     try:
-        mode = os.stat(path).st_mode
+        found = os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
             reasons.append(f"{relative} is a symlink to nothing; not read")
-        return False
+        return None
     except (OSError, ValueError) as exc:
         why = "a symlink loop" if getattr(exc, "errno", None) == errno.ELOOP else exc
         reason = why.strerror if isinstance(why, OSError) and why.strerror else why
         reasons.append(f"{relative} cannot be read ({reason})")
-        return False
-    if stat.S_ISREG(mode):
-        return True
-    if not stat.S_ISDIR(mode):  # a folder named like a trace is no trace; anything else is named
-        reasons.append(f"{relative} is {file_kind(mode)}, not a regular file; not read")
-    return False
+        return None
+    if stat.S_ISREG(found.st_mode):
+        return found.st_size
+    if not stat.S_ISDIR(found.st_mode):  # a folder named like a trace is no trace
+        reasons.append(f"{relative} is {file_kind(found.st_mode)}, not a regular file; not read")
+    return None
 
 
 def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], int]:
@@ -229,9 +229,10 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
 
     traj_path = trial_dir / TRAJECTORY_FILE
     named: list[str] = []  # trace files there but not regular files
-    traj_present = _trace_present(trial_dir, TRAJECTORY_FILE, named)
-    if traj_present:
-        trace_bytes += traj_path.stat().st_size
+    traj_size = _trace_size(trial_dir, TRAJECTORY_FILE, named)
+    traj_present = traj_size is not None
+    if traj_size is not None:
+        trace_bytes += traj_size
         try:
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:
@@ -242,14 +243,15 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             reasons.extend(f"trajectory: {w}" for w in trajectory.warnings)
             versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
-    transcript_path = next(
-        (trial_dir / c for c in TRANSCRIPT_CANDIDATES if _trace_present(trial_dir, c, named)),
-        None,
-    )
+    transcript_path = None
+    for rel in TRANSCRIPT_CANDIDATES:
+        size = _trace_size(trial_dir, rel, named)
+        if size is not None:
+            transcript_path = trial_dir / rel
+            trace_bytes += size
+            break
     reasons.extend(named)
     if transcript_path is not None:
-        trace_bytes += transcript_path.stat().st_size
-        rel = transcript_path.relative_to(trial_dir).as_posix()
         try:
             transcript = parse_stream_json(transcript_path, within=trial_dir)
         except RetrievalLibError as exc:
@@ -400,18 +402,6 @@ def build_document(
         else []
     )
 
-    gt_block: dict[str, Any] = {
-        "files": list(ground_truth.files),
-        "symbols": list(ground_truth.symbols),
-        "source": ground_truth.source,
-        "confidence": ground_truth.confidence,
-        "task_dir": list(ground_truth.task_dirs),
-    }
-    if ground_truth.expected_edit_files is not None:
-        gt_block["expected_edit_files"] = list(ground_truth.expected_edit_files)
-    if ground_truth.chunks:
-        gt_block["chunks"] = list(ground_truth.chunks)
-
     model = result.model or (trace.model if trace else None)
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
@@ -439,7 +429,7 @@ def build_document(
             "degraded_reason": "; ".join(reasons) if reasons else None,
             "degraded_reasons": reasons,
         },
-        "ground_truth": gt_block,
+        "ground_truth": ground_truth.to_dict(),
         "events": events,
         "outcome": _outcome(result, trace),
         "summary": summarize_events(events, ground_truth.files),
