@@ -169,3 +169,27 @@ def test_atomic_write_leaves_the_target_and_no_temporary_when_the_write_fails(tm
         atomic_write_bytes(target, 123)  # type: ignore[arg-type]
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-02-28T03:15:10.067Z",
+        "2026-02-28T03:15:10Z",
+        "2026-02-28T03:15:10.123456Z",
+        "2026-02-28T03:15:10.123456+05:30",
+        "2026-02-28T03:15:10-01:00",
+        "2026-02-28T23:59:59.999+00:00",
+        "2026-13-28T03:15:10.067Z",  # month 13
+        "2026-02-30T03:15:10Z",  # no such day
+        "2026-02-28T25:15:10Z",
+        "2026-02-28T03:15:10.067+24:00",
+        "2026-02-28T03:15:10.06Z",  # two fraction digits: the general path
+        "2026-02-28T03:15:10.0671234Z",
+        "\u0662026-02-28T03:15:10Z",  # a non-ASCII digit
+    ],
+)
+def test_parse_iso_time_plain_form_reads_as_the_general_rules_do(text):
+    # a leading space sends the same text through the general rewriting path
+    assert parse_iso_time(text) == parse_iso_time(" " + text)
+    assert parse_iso_time(text) is None or parse_iso_time(text).tzinfo is not None

@@ -50,6 +50,7 @@ for a ground-truth file is written exactly as the ground-truth key.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -110,6 +111,18 @@ _REPO_KEYS: Final = ("repo", "repository", "repoName")
 _MAX_JSON_DEPTH: Final = 64
 
 
+#: Raw paths longer than this are normalised without being remembered.
+_MEMO_MAX_CHARS: Final = 512
+
+
+@functools.lru_cache(maxsize=16384)
+def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) -> str | None:
+    """:func:`normalize_path` remembered across the trials of a process: the trials of a
+    task (and the tasks of a repository) name the same files again and again. A pure
+    function of its arguments, so remembering it changes no key."""
+    return normalize_path(raw, repo=repo, workspace_repos=workspace_repos)
+
+
 class _TrialPaths:
     """Normalises raw paths of one trial, each distinct ``(raw, repo)`` once.
 
@@ -134,7 +147,10 @@ class _TrialPaths:
             return self._cache[cache_key]
         except KeyError:
             pass
-        key = normalize_path(raw, repo=repo or None, workspace_repos=self._workspace_repos)
+        if len(raw) <= _MEMO_MAX_CHARS:
+            key = _normalized(raw, repo or None, self._workspace_repos)
+        else:
+            key = normalize_path(raw, repo=repo or None, workspace_repos=self._workspace_repos)
         if key is not None:
             if not self._qualify_repos:
                 key = split_key(key)[1]
