@@ -167,12 +167,27 @@ def _object_check(schema: dict[str, Any], where: str) -> Callable[[Any], bool]:
         else None
     )
     rule_of = properties.get
+    known = frozenset(properties)
+    # (name, exact type) pairs the properties allow: an object whose names are all known
+    # has its types checked in one C-level ``issuperset`` over ``zip(names, types)``
+    pairs = frozenset((name, t) for name, (types, _) in properties.items() for t in types)
+    extras = tuple((name, extra) for name, (_, extra) in properties.items() if extra is not None)
+    missing = object()
 
     def check(value: Any) -> bool:
         if type(value) is not dict:
             return True  # the keywords apply to objects only
-        if not value.keys() >= required:
+        names = value.keys()
+        if not names >= required:
             return False
+        if additional is None and names <= known:
+            if not pairs.issuperset(zip(names, map(type, value.values()), strict=True)):
+                return False
+            for name, extra in extras:
+                item = value.get(name, missing)
+                if item is not missing and not extra(item):
+                    return False
+            return True
         for key, item in value.items():
             rule = rule_of(key, additional)
             if rule is None:
