@@ -434,20 +434,43 @@ def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
+        found = os.fstat(fd)
+        mode = found.st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(mode):
             raise NotRegularFileError(
                 errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path)
             )
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as handle:
-            fd = -1  # the file object owns it now
-            return handle.read() if limit is None else handle.read(limit)
+        # Unbuffered reads straight from the descriptor: the size fstat gave plus one
+        # byte (to see the end), then on until the end should the file have grown.
+        # O_NONBLOCK means nothing to a regular file; should a file system disagree, the
+        # descriptor is made blocking and the read retried.
+        size = found.st_size
+        chunks: list[bytes] = []
+        total = 0
+        want = size + 1 if limit is None else min(size + 1, limit)
+        while want > 0:
+            try:
+                chunk = os.read(fd, want)
+            except BlockingIOError:
+                os.set_blocking(fd, True)
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None:
+                want = limit - total
+            else:
+                want = size + 1 - total if total <= size else _READ_CHUNK
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        os.close(fd)
+
+
+#: Bytes asked of each read after the first (a file that grew since it was measured).
+_READ_CHUNK = 1 << 20
 
 
 @functools.cache

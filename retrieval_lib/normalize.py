@@ -201,7 +201,9 @@ def _trace_size(trial_dir: Path, relative: str, reasons: list[str]) -> int | Non
     """
     path = f"{trial_dir}/{relative}"
     try:
-        found = os.stat(path)
+        found = os.lstat(path)  # one system call for the usual cases: a file, or nothing
+        if stat.S_ISLNK(found.st_mode):
+            found = os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
             reasons.append(f"{relative} is a symlink to nothing; not read")

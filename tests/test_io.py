@@ -193,3 +193,34 @@ def test_parse_iso_time_plain_form_reads_as_the_general_rules_do(text):
     # a leading space sends the same text through the general rewriting path
     assert parse_iso_time(text) == parse_iso_time(" " + text)
     assert parse_iso_time(text) is None or parse_iso_time(text).tzinfo is not None
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 300_000])
+@pytest.mark.parametrize("limit", [None, 1, 4096, 10**7])
+def test_read_regular_bytes_returns_what_a_plain_read_returns(tmp_path, size, limit):
+    from retrieval_lib.io import read_regular_bytes
+
+    path = tmp_path / "f.bin"
+    data = bytes(i % 251 for i in range(size))
+    path.write_bytes(data)
+    with open(path, "rb") as handle:
+        expected = handle.read() if limit is None else handle.read(limit)
+    assert read_regular_bytes(path, limit) == expected
+
+
+def test_read_regular_bytes_reads_to_the_end_of_a_file_that_grew(tmp_path, monkeypatch):
+    import os
+
+    from retrieval_lib import io
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"a" * 10)
+    real_fstat = os.fstat
+
+    def stale_fstat(fd):  # the size seen before the file grew to 10 bytes
+        found = real_fstat(fd)
+        return os.stat_result((*found[:6], 3, *found[7:10]))
+
+    monkeypatch.setattr(io.os, "fstat", stale_fstat)
+    assert io.read_regular_bytes(path) == b"a" * 10
+    assert io.read_regular_bytes(path, limit=5) == b"a" * 5
