@@ -183,9 +183,9 @@ def _object_check(schema: dict[str, Any], where: str) -> Callable[[Any], bool]:
         if additional is None and names <= known:
             if not pairs.issuperset(zip(names, map(type, value.values()), strict=True)):
                 return False
-            for name, extra in extras:
+            for name, further in extras:
                 item = value.get(name, missing)
-                if item is not missing and not extra(item):
+                if item is not missing and not further(item):
                     return False
             return True
         for key, item in value.items():
