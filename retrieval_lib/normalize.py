@@ -202,11 +202,15 @@ def _trace_size(trial_dir: Path, relative: str, reasons: list[str]) -> int | Non
     path = f"{trial_dir}/{relative}"
     try:
         found = os.lstat(path)  # one system call for the usual cases: a file, or nothing
-        if stat.S_ISLNK(found.st_mode):
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        found = None  # the stat below says why
+    try:
+        if found is None or stat.S_ISLNK(found.st_mode):
             found = os.stat(path)
     except FileNotFoundError:
-        if os.path.islink(path):
-            reasons.append(f"{relative} is a symlink to nothing; not read")
+        reasons.append(f"{relative} is a symlink to nothing; not read")
         return None
     except (OSError, ValueError) as exc:
         why = "a symlink loop" if getattr(exc, "errno", None) == errno.ELOOP else exc
