@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import stat
 from datetime import datetime, timezone
@@ -144,8 +145,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for attempt in range(_TEMP_ATTEMPTS):
         # 8 random hex digits: the ``.<name>.<random>.tmp`` shape the sweep of orphaned
-        # temporaries (completion.remove_orphaned_temporaries) recognises
-        tmp = f"{prefix}{os.urandom(4).hex()}.tmp"
+        # temporaries (completion.remove_orphaned_temporaries) recognises; ``random`` is
+        # reseeded in a forked child and O_EXCL settles any clash, so no system call
+        # for randomness is needed per file
+        tmp = f"{prefix}{random.getrandbits(32):08x}.tmp"
         try:
             fd = os.open(tmp, flags, 0o666)
             break

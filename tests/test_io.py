@@ -224,3 +224,20 @@ def test_read_regular_bytes_reads_to_the_end_of_a_file_that_grew(tmp_path, monke
     monkeypatch.setattr(io.os, "fstat", stale_fstat)
     assert io.read_regular_bytes(path) == b"a" * 10
     assert io.read_regular_bytes(path, limit=5) == b"a" * 5
+
+
+def test_atomic_write_tries_another_name_when_a_temporary_name_is_taken(tmp_path, monkeypatch):
+    from retrieval_lib import io
+
+    draws = iter([0xABCDEF01, 0xABCDEF01, 0x12345678])
+    monkeypatch.setattr(io.random, "getrandbits", lambda bits: next(draws))
+    io.atomic_write_bytes(tmp_path / "a.json", b"1")
+    (tmp_path / ".b.json.abcdef01.tmp").write_bytes(b"someone else's")  # taken
+    io.atomic_write_bytes(tmp_path / "b.json", b"2")
+    assert (tmp_path / "b.json").read_bytes() == b"2"
+    assert (tmp_path / ".b.json.abcdef01.tmp").read_bytes() == b"someone else's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".b.json.abcdef01.tmp",
+        "a.json",
+        "b.json",
+    ]
