@@ -18,6 +18,12 @@ Usage::
     .venv/bin/python benchmarks/normalize.py --tasks 300 --trace-mb 0 --quick --uncached
         # natural-size traces (~68 KB, no padding): per-trial cost against read + orjson,
         # and the same normalisation with ground truth re-read for every trial (issue 20)
+    .venv/bin/python benchmarks/normalize.py --tasks 300 --trace-mb 0 --quick \
+        --reference-src /tmp/old --repeats 5
+        # the same warm per-trial cost of another source tree (e.g. ``git archive <commit>
+        # retrieval_lib | tar -x -C /tmp/old``), interleaved with this code's in fresh
+        # processes, each against the read + orjson floor measured beside it; the least
+        # of the repeats is kept for each (a shared machine only ever adds time)
 
 Results are printed as a table and written to ``benchmarks/out/normalize.json``.
 """
@@ -28,6 +34,7 @@ import argparse
 import contextlib
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,6 +64,81 @@ def _decode_reference(files: list[Path], loads) -> float:
                 with contextlib.suppress(ValueError):
                     loads(line)
     return time.process_time() - start
+
+
+# Child of --reference-src / --repeats: one warm pass, then the floor and a timed pass.
+_WARM_CHILD = """
+import json, shutil, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import orjson
+from normalize import _decode_reference, _trace_files
+from retrieval_lib.normalize import normalize_paths
+runs, tasks, out = Path(sys.argv[3]), Path(sys.argv[4]), Path(sys.argv[5])
+normalize_paths([runs], tasks, out=out, workers=1)
+shutil.rmtree(out)
+files = _trace_files(runs)
+floor = _decode_reference(files, orjson.loads)
+cpu0 = time.process_time()
+report = normalize_paths([runs], tasks, out=out, workers=1)
+cpu = time.process_time() - cpu0
+shutil.rmtree(out)
+print(json.dumps({"cpu": cpu, "floor": floor, "trials": report.trials}))
+"""
+
+
+def _warm_pass(src: Path, runs: Path, tasks: Path, out: Path) -> dict[str, float]:
+    """Warm per-trial CPU of the code under ``src`` and the floor, in a fresh process."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _WARM_CHILD,
+            str(src),
+            str(Path(__file__).resolve().parent),
+            str(runs),
+            str(tasks),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=src,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"warm pass under {src} failed:\n{proc.stderr}")
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {
+        "ms": found["cpu"] / found["trials"] * 1e3,
+        "floor_ms": found["floor"] / found["trials"] * 1e3,
+    }
+
+
+def _io_floor(files: list[Path], documents_root: Path, scratch: Path) -> float:
+    """CPU seconds of the I/O every normaliser of this layout does, without any of its
+    logic: the read + orjson floor, reading and decoding each trial's ``result.json``, and
+    serialising and atomically writing each document (the documents under
+    ``documents_root``, decoded before the clock starts, written to ``scratch``)."""
+    import orjson
+
+    from retrieval_lib.events.document import DOCUMENT_SUFFIX, dumps_document
+    from retrieval_lib.io import atomic_write_bytes
+
+    docs = [
+        orjson.loads(p.read_bytes()) for p in sorted(documents_root.rglob("*" + DOCUMENT_SUFFIX))
+    ]
+    trials = sorted({p.parents[2] if p.parent.name == "command-1" else p.parents[1] for p in files})
+    results = [t / "result.json" for t in trials if (t / "result.json").is_file()]
+    start = time.process_time()
+    _decode_reference(files, orjson.loads)
+    for path in results:
+        orjson.loads(path.read_bytes())
+    for i, doc in enumerate(docs):
+        atomic_write_bytes(scratch / f"{i}{DOCUMENT_SUFFIX}", dumps_document(doc))
+    seconds = time.process_time() - start
+    shutil.rmtree(scratch)
+    return seconds
 
 
 def _child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
@@ -105,6 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--profile", type=int, default=0, help="print the N costliest functions (cProfile)"
+    )
+    parser.add_argument(
+        "--reference-src",
+        help="source tree of a reference (e.g. the code before a change): its warm per-trial "
+        "CPU is measured in the same run, interleaved with this code's",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=0,
+        help="warm passes in fresh processes (per tree), interleaved; the least is kept",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", help="keep generated data here instead of a temp folder")
@@ -155,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu0 = time.process_time()
         normalize_paths([runs], tasks, out=out1, workers=1)
         results["inprocess_warm_cpu_seconds"] = time.process_time() - cpu0
+        results["io_floor_seconds"] = _io_floor(files, out1, work / "io_floor")
         shutil.rmtree(out1)
         if args.uncached:
             import retrieval_lib.normalize as normalize_module
@@ -179,6 +273,23 @@ def main(argv: list[str] | None = None) -> int:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
             shutil.rmtree(out1)
+
+        if args.repeats or args.reference_src:
+            here = Path(__file__).resolve().parents[1]
+            trees = [("this", here)]
+            if args.reference_src:
+                trees.insert(0, ("reference", Path(args.reference_src).resolve()))
+            passes: dict[str, list[dict[str, float]]] = {label: [] for label, _ in trees}
+            for _ in range(max(1, args.repeats)):
+                for label, src in trees:
+                    passes[label].append(_warm_pass(src, runs, tasks, work / f"out_{label}"))
+            for label, found in passes.items():
+                results[f"warm_{label}_ms_per_trial"] = min(p["ms"] for p in found)
+                results[f"warm_{label}_median_ms_per_trial"] = statistics.median(
+                    p["ms"] for p in found
+                )
+                results[f"warm_{label}_floor_ms_per_trial"] = min(p["floor_ms"] for p in found)
+                results[f"warm_{label}_passes"] = found
 
         # Whole command, start-up included, with its peak memory.
         seconds, rss, stdout = _child_rss_mb(
@@ -285,6 +396,28 @@ def main(argv: list[str] | None = None) -> int:
             results[key.replace("seconds", "ms_per_trial")] = ms
             rows.append((label, f"{ms:.3f} ms = {ms / floor_ms:.2f}x read + orjson"))
     rows.append(("floor: read + orjson per trial (CPU)", f"{floor_ms:.3f} ms"))
+    if "io_floor_seconds" in results:
+        io_ms = float(results["io_floor_seconds"]) / n_trials * 1e3  # type: ignore[arg-type]
+        results["io_floor_ms_per_trial"] = io_ms
+        rows.append(
+            (
+                "I/O floor: + result.json, dumps + atomic write",
+                f"{io_ms:.3f} ms = {io_ms / floor_ms:.2f}x read + orjson",
+            )
+        )
+    for label in ("reference", "this"):
+        if f"warm_{label}_ms_per_trial" in results:
+            ms = float(results[f"warm_{label}_ms_per_trial"])  # type: ignore[arg-type]
+            fl = float(results[f"warm_{label}_floor_ms_per_trial"])  # type: ignore[arg-type]
+            n_passes = len(results[f"warm_{label}_passes"])  # type: ignore[arg-type]
+            median = float(results[f"warm_{label}_median_ms_per_trial"])  # type: ignore[arg-type]
+            rows.append(
+                (
+                    f"warm, {label} code (least / median of {n_passes})",
+                    f"{ms:.3f} / {median:.3f} ms per trial = {ms / fl:.2f}x / "
+                    f"{median / fl:.2f}x the least floor ({fl:.3f} ms)",
+                )
+            )
     if "command_peak_rss_mb_half_trials" in results:
         rows.append(
             (

@@ -15,9 +15,9 @@ import hashlib
 import json
 import math
 import os
+import random
 import re
 import stat
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -127,24 +127,64 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename).
 
     The temporary file's name stays within :data:`NAME_MAX` bytes whatever the length of
-    the target's name (:func:`temp_prefix`).
+    the target's name (:func:`temp_prefix`). It is created with ``O_EXCL`` and mode
+    ``0o666``, so the kernel applies the umask (and a folder's default ACL) exactly as for
+    an ordinary ``open()``; the folder is created only when it is missing (one
+    ``open`` + ``write`` + ``close`` + ``rename`` per file otherwise, the cost that
+    matters when normalise writes one document per trial).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> atomic_write_bytes(folder / "sub" / "a.json", b"{}").read_bytes()
+    b'{}'
+    >>> sorted(p.name for p in (folder / "sub").iterdir())  # no temporary file left
+    ['a.json']
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=".tmp", dir=target.parent)
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
+    prefix = os.path.join(folder, temp_prefix(name))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(_TEMP_ATTEMPTS):
+        # 8 random hex digits: the ``.<name>.<random>.tmp`` shape the sweep of orphaned
+        # temporaries (completion.remove_orphaned_temporaries) recognises; ``random`` is
+        # reseeded in a forked child and O_EXCL settles any clash, so no system call
+        # for randomness is needed per file
+        tmp = f"{prefix}{random.getrandbits(32):08x}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o666)
+            break
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if attempt or not folder or os.path.isdir(folder):
+                raise
+            os.makedirs(folder, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(tmp, flags, 0o666)
+                break
+    else:  # pragma: no cover - 100 random names all taken
+        raise FileExistsError(errno.EEXIST, "no free temporary file name", prefix)
     try:
-        # mkstemp creates the file 0600; give it the mode an ordinary open() would.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as handle:
+        try:
             # No fsync: rename is atomic against a crashed or killed process, which is
             # the failure we guard against; fsync per file would dominate run time.
-            handle.write(data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return target
+    return Path(target)
+
+
+#: Random temporary names tried before an atomic write gives up (as ``tempfile``).
+_TEMP_ATTEMPTS = 100
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -185,6 +225,15 @@ _ISO_TIME = re.compile(
 )
 
 
+# The form traces and result.json write (UTC, 0, 3 or 6 fraction digits, ``Z`` or
+# ``+HH:MM``): ``datetime.fromisoformat`` reads it alike on 3.10 to 3.13 once ``Z`` is
+# spelt ``+00:00``, so it needs none of the rewriting below.
+_PLAIN_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}(?:\d{3})?)?(?:Z|[+-]\d{2}:\d{2})",
+    re.ASCII,
+)
+
+
 def parse_iso_time(value: Any) -> datetime | None:
     """Parse an ISO 8601 timestamp to an aware datetime (naive times are UTC); None if not one.
 
@@ -202,6 +251,11 @@ def parse_iso_time(value: Any) -> datetime | None:
     """
     if not isinstance(value, str):
         return None
+    if _PLAIN_ISO_TIME.fullmatch(value):
+        try:
+            return datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] == "Z" else value)
+        except ValueError:  # out-of-range fields: month 13, hour 25, offset 24:00
+            return None
     match = _ISO_TIME.fullmatch(value.strip())
     if match is None:
         return None
@@ -323,19 +377,75 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     """Join ``parts`` under ``root`` and refuse any result that escapes ``root``.
 
     Each part is reduced to a single safe path component: separators, ``..`` and
-    leading dots cannot steer a write elsewhere.
+    leading dots cannot steer a write elsewhere. The result is resolved (symlinks
+    followed).
+
+    The resolved folder (``root`` joined with every part but the last) is remembered per
+    process, keyed by the unresolved names and checked on every call by the identity
+    (device, inode) of ``root`` and of that folder, so a folder that now leads elsewhere
+    is resolved again; the last part is ``lstat``-ed and resolved in full only when it is
+    a symlink. One document per trial thus costs three system calls instead of resolving
+    both paths component by component.
 
     Examples
     --------
     >>> safe_join("/out", "cfg", "../../etc/passwd").as_posix()
     '/out/cfg/.._.._etc_passwd'
     """
-    base = Path(root).resolve()
     cleaned = [safe_component(part) for part in parts]
-    candidate = base.joinpath(*cleaned).resolve()
-    if lies_outside(candidate, base):
-        raise UnsafePathError(f"{candidate} escapes {base}")
-    return candidate
+    if cleaned:
+        root_text = os.fspath(root)
+        key = (root_text, *cleaned[:-1])
+        known = _RESOLVED_FOLDERS.get(key)
+        if known is not None:
+            folder, identity = known
+            try:
+                still = _identity(root_text) + _identity(os.path.join(root_text, *cleaned[:-1]))
+            except (OSError, ValueError):
+                still = None
+            if still == identity:
+                candidate = os.path.join(folder, cleaned[-1])
+                try:
+                    is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+                except FileNotFoundError:
+                    is_link = False
+                except (OSError, ValueError):
+                    is_link = True  # let the full resolution say what is wrong
+                if not is_link:
+                    return Path(candidate)
+    base = Path(root).resolve()
+    candidate_path = base.joinpath(*cleaned).resolve()
+    if lies_outside(candidate_path, base):
+        raise UnsafePathError(f"{candidate_path} escapes {base}")
+    if cleaned:
+        _remember_folder(root, cleaned[:-1], base)
+    return candidate_path
+
+
+#: ``(root, *folder parts) -> (resolved folder, identities of root and folder)``.
+_RESOLVED_FOLDERS: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
+_MAX_RESOLVED_FOLDERS = 4096
+
+
+def _identity(path: str) -> tuple[int, int]:
+    found = os.stat(path)
+    return (found.st_dev, found.st_ino)
+
+
+def _remember_folder(root: str | os.PathLike[str], parts: list[str], base: Path) -> None:
+    """Remember the resolved ``root/parts`` folder for :func:`safe_join` (if it exists and
+    lies inside ``base``)."""
+    root_text = os.fspath(root)
+    try:
+        identity = _identity(root_text) + _identity(os.path.join(root_text, *parts))
+        folder = base.joinpath(*parts).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return  # not there yet (the write creates it) or unusable: resolve next time too
+    if lies_outside(folder, base):
+        return
+    if len(_RESOLVED_FOLDERS) >= _MAX_RESOLVED_FOLDERS:
+        _RESOLVED_FOLDERS.clear()
+    _RESOLVED_FOLDERS[(root_text, *parts)] = (str(folder), identity)
 
 
 class NotRegularFileError(OSError):
@@ -398,20 +508,43 @@ def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
+        found = os.fstat(fd)
+        mode = found.st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(mode):
             raise NotRegularFileError(
                 errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path)
             )
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as handle:
-            fd = -1  # the file object owns it now
-            return handle.read() if limit is None else handle.read(limit)
+        # Unbuffered reads straight from the descriptor: the size fstat gave plus one
+        # byte (to see the end), then on until the end should the file have grown.
+        # O_NONBLOCK means nothing to a regular file; should a file system disagree, the
+        # descriptor is made blocking and the read retried.
+        size = found.st_size
+        chunks: list[bytes] = []
+        total = 0
+        want = size + 1 if limit is None else min(size + 1, limit)
+        while want > 0:
+            try:
+                chunk = os.read(fd, want)
+            except BlockingIOError:
+                os.set_blocking(fd, True)
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None:
+                want = limit - total
+            else:
+                want = size + 1 - total if total <= size else _READ_CHUNK
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        os.close(fd)
+
+
+#: Bytes asked of each read after the first (a file that grew since it was measured).
+_READ_CHUNK = 1 << 20
 
 
 @functools.cache

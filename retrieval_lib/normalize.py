@@ -23,7 +23,9 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import os
 import stat
 import sys
@@ -194,29 +196,35 @@ class NormalizeReport:
         )
 
 
-def _trace_present(trial_dir: Path, relative: str, reasons: list[str]) -> bool:
-    """Whether ``trial_dir/relative`` is a regular file to parse.
+def _trace_size(trial_dir: Path, relative: str, reasons: list[str]) -> int | None:
+    """The size of ``trial_dir/relative`` when it is a regular file to parse, else ``None``.
 
     One that exists but is not (a FIFO, a device, a folder, a symlink loop or to nothing)
     is named in ``reasons``, never taken for a missing trace in silence.
     """
-    path = trial_dir / relative
+    path = f"{trial_dir}/{relative}"
     try:
-        mode = os.stat(path).st_mode
+        found = os.lstat(path)  # one system call for the usual cases: a file, or nothing
     except FileNotFoundError:
-        if os.path.islink(path):
-            reasons.append(f"{relative} is a symlink to nothing; not read")
-        return False
+        return None
+    except (OSError, ValueError):
+        found = None  # the stat below says why
+    try:
+        if found is None or stat.S_ISLNK(found.st_mode):
+            found = os.stat(path)
+    except FileNotFoundError:
+        reasons.append(f"{relative} is a symlink to nothing; not read")
+        return None
     except (OSError, ValueError) as exc:
         why = "a symlink loop" if getattr(exc, "errno", None) == errno.ELOOP else exc
         reason = why.strerror if isinstance(why, OSError) and why.strerror else why
         reasons.append(f"{relative} cannot be read ({reason})")
-        return False
-    if stat.S_ISREG(mode):
-        return True
-    if not stat.S_ISDIR(mode):  # a folder named like a trace is no trace; anything else is named
-        reasons.append(f"{relative} is {file_kind(mode)}, not a regular file; not read")
-    return False
+        return None
+    if stat.S_ISREG(found.st_mode):
+        return found.st_size
+    if not stat.S_ISDIR(found.st_mode):  # a folder named like a trace is no trace
+        reasons.append(f"{relative} is {file_kind(found.st_mode)}, not a regular file; not read")
+    return None
 
 
 def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], int]:
@@ -230,9 +238,10 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
 
     traj_path = trial_dir / TRAJECTORY_FILE
     named: list[str] = []  # trace files there but not regular files
-    traj_present = _trace_present(trial_dir, TRAJECTORY_FILE, named)
-    if traj_present:
-        trace_bytes += traj_path.stat().st_size
+    traj_size = _trace_size(trial_dir, TRAJECTORY_FILE, named)
+    traj_present = traj_size is not None
+    if traj_size is not None:
+        trace_bytes += traj_size
         try:
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:
@@ -243,14 +252,15 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
             reasons.extend(f"trajectory: {w}" for w in trajectory.warnings)
             versions.append((trajectory.harness_version, TRAJECTORY_SOURCE))
 
-    transcript_path = next(
-        (trial_dir / c for c in TRANSCRIPT_CANDIDATES if _trace_present(trial_dir, c, named)),
-        None,
-    )
+    transcript_path = None
+    for rel in TRANSCRIPT_CANDIDATES:
+        size = _trace_size(trial_dir, rel, named)
+        if size is not None:
+            transcript_path = trial_dir / rel
+            trace_bytes += size
+            break
     reasons.extend(named)
     if transcript_path is not None:
-        trace_bytes += transcript_path.stat().st_size
-        rel = transcript_path.relative_to(trial_dir).as_posix()
         try:
             transcript = parse_stream_json(transcript_path, within=trial_dir)
         except RetrievalLibError as exc:
@@ -467,18 +477,8 @@ def _normalize_one(
 ) -> TrialOutput:
     index = task_index or _task_index(tasks_root)
     try:
-        task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-        ground_truth = load_ground_truth_cached(task_dirs, tasks_root=index.root if index else None)
-        doc, trace_bytes = build_document(
-            trial,
-            result,
-            ground_truth,
-            benchmark,
-            is_latest_trial=is_latest,
-            trials_for_pair=n_trials,
-        )
-        target = document_path(out_root, trial.config_name, result.task_name, suffix)
-        write_document(doc, target)
+        with _cycle_collector_paused():
+            return _normalize_trial(trial, result, index, out_root, is_latest, n_trials, suffix)
     except RetrievalLibError as exc:
         return TrialOutput(
             str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, str(exc)
@@ -488,6 +488,49 @@ def _normalize_one(
         return TrialOutput(
             str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, error
         )
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while one trial is normalised.
+
+    A trial allocates tens of thousands of containers (the decoded trace lines) that all
+    stay alive until the trial ends and are then freed by reference counting (decoded
+    JSON holds no cycles); collections triggered meanwhile only traverse live objects,
+    about a tenth of the CPU of a trial on natural-size traces (benchmarks/README.md).
+    Whatever cycles a trial leaves are collected once the collector runs again.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _normalize_trial(
+    trial: TrialRef,
+    result: TrialResult,
+    index: TaskIndex | None,
+    out_root: str,
+    is_latest: bool,
+    n_trials: int,
+    suffix: str | None,
+) -> TrialOutput:
+    """:func:`_normalize_one`'s work, errors left to it."""
+    task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
+    ground_truth = load_ground_truth_cached(task_dirs, tasks_root=index.root if index else None)
+    doc, trace_bytes = build_document(
+        trial,
+        result,
+        ground_truth,
+        benchmark,
+        is_latest_trial=is_latest,
+        trials_for_pair=n_trials,
+    )
+    target = document_path(out_root, trial.config_name, result.task_name, suffix)
+    write_document(doc, target)
     return TrialOutput(
         trial_dir=str(trial.trial_dir),
         path=str(target),

@@ -176,3 +176,132 @@ def test_safe_join_refuses_a_component_that_is_a_symlink_out(tmp_path):
     (root / "sib").symlink_to(tmp_path / "outer")
     with pytest.raises(UnsafePathError):
         safe_join(root, "sib")
+
+
+# ------------------------------------------------- safe_join's remembered folders
+
+
+def test_safe_join_remembers_a_folder_but_follows_it_when_it_is_swapped(tmp_path):
+    """The resolved folder is reused only while root and folder are the same folders."""
+    import os
+
+    real_a, real_b = tmp_path / "a", tmp_path / "b"
+    (real_a / "cfg").mkdir(parents=True)
+    (real_b / "cfg").mkdir(parents=True)
+    root = tmp_path / "out"
+    root.symlink_to(real_a)
+    assert safe_join(root, "cfg", "x.json") == real_a.resolve() / "cfg" / "x.json"
+    assert safe_join(root, "cfg", "y.json") == real_a.resolve() / "cfg" / "y.json"  # cached
+    root.unlink()
+    root.symlink_to(real_b)  # the same names now lead elsewhere: resolved again
+    assert safe_join(root, "cfg", "x.json") == real_b.resolve() / "cfg" / "x.json"
+    os.rename(real_b / "cfg", real_b / "old")
+    (real_b / "cfg").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(UnsafePathError):  # the folder became a link out of the root
+        safe_join(root, "cfg", "x.json")
+
+
+def test_safe_join_refuses_a_target_that_is_a_link_out_even_in_a_known_folder(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    assert safe_join(tmp_path, "cfg", "a.json").parent == (tmp_path / "cfg").resolve()
+    (tmp_path / "cfg" / "b.json").symlink_to("/etc/hostname")
+    with pytest.raises(UnsafePathError):
+        safe_join(tmp_path, "cfg", "b.json")
+    (tmp_path / "cfg" / "c.json").symlink_to(tmp_path / "cfg" / "a.json")  # a link inside
+    assert safe_join(tmp_path, "cfg", "c.json") == (tmp_path / "cfg" / "a.json").resolve()
+
+
+def test_atomic_write_creates_missing_folders_and_replaces_in_one_rename(tmp_path):
+    from retrieval_lib.io import atomic_write_bytes
+
+    target = tmp_path / "x" / "y" / "doc.retrieval_events.json"
+    assert atomic_write_bytes(target, b"1") == target
+    (tmp_path / "x" / "y" / "keep").write_text("k")
+    atomic_write_bytes(str(target), b"2" * 100_000)
+    assert target.read_bytes() == b"2" * 100_000
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name, "keep"]
+
+
+def test_atomic_write_leaves_the_target_and_no_temporary_when_the_write_fails(tmp_path):
+    from retrieval_lib.io import atomic_write_bytes
+
+    target = tmp_path / "doc.json"
+    target.write_bytes(b"old")
+
+    with pytest.raises(TypeError):  # not bytes: fails after the temporary file exists
+        atomic_write_bytes(target, 123)  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-02-28T03:15:10.067Z",
+        "2026-02-28T03:15:10Z",
+        "2026-02-28T03:15:10.123456Z",
+        "2026-02-28T03:15:10.123456+05:30",
+        "2026-02-28T03:15:10-01:00",
+        "2026-02-28T23:59:59.999+00:00",
+        "2026-13-28T03:15:10.067Z",  # month 13
+        "2026-02-30T03:15:10Z",  # no such day
+        "2026-02-28T25:15:10Z",
+        "2026-02-28T03:15:10.067+24:00",
+        "2026-02-28T03:15:10.06Z",  # two fraction digits: the general path
+        "2026-02-28T03:15:10.0671234Z",
+        "\u0662026-02-28T03:15:10Z",  # a non-ASCII digit
+    ],
+)
+def test_parse_iso_time_plain_form_reads_as_the_general_rules_do(text):
+    # a leading space sends the same text through the general rewriting path
+    assert parse_iso_time(text) == parse_iso_time(" " + text)
+    assert parse_iso_time(text) is None or parse_iso_time(text).tzinfo is not None
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 4097, 300_000])
+@pytest.mark.parametrize("limit", [None, 1, 4096, 10**7])
+def test_read_regular_bytes_returns_what_a_plain_read_returns(tmp_path, size, limit):
+    from retrieval_lib.io import read_regular_bytes
+
+    path = tmp_path / "f.bin"
+    data = bytes(i % 251 for i in range(size))
+    path.write_bytes(data)
+    with open(path, "rb") as handle:
+        expected = handle.read() if limit is None else handle.read(limit)
+    assert read_regular_bytes(path, limit) == expected
+
+
+def test_read_regular_bytes_reads_to_the_end_of_a_file_that_grew(tmp_path, monkeypatch):
+    import os
+
+    from retrieval_lib import io
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"a" * 10)
+    real_fstat = os.fstat
+
+    def stale_fstat(fd):  # the size seen before the file grew to 10 bytes
+        found = real_fstat(fd)
+        return os.stat_result((*found[:6], 3, *found[7:10]))
+
+    monkeypatch.setattr(io.os, "fstat", stale_fstat)
+    assert io.read_regular_bytes(path) == b"a" * 10
+    assert io.read_regular_bytes(path, limit=5) == b"a" * 5
+
+
+def test_atomic_write_tries_another_name_when_a_temporary_name_is_taken(tmp_path, monkeypatch):
+    from retrieval_lib import io
+
+    draws = iter([0xABCDEF01, 0xABCDEF01, 0x12345678])
+    monkeypatch.setattr(io.random, "getrandbits", lambda bits: next(draws))
+    io.atomic_write_bytes(tmp_path / "a.json", b"1")
+    (tmp_path / ".b.json.abcdef01.tmp").write_bytes(b"someone else's")  # taken
+    io.atomic_write_bytes(tmp_path / "b.json", b"2")
+    assert (tmp_path / "b.json").read_bytes() == b"2"
+    assert (tmp_path / ".b.json.abcdef01.tmp").read_bytes() == b"someone else's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".b.json.abcdef01.tmp",
+        "a.json",
+        "b.json",
+    ]

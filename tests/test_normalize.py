@@ -305,6 +305,38 @@ def test_an_unexpected_error_in_one_trial_is_recorded_and_the_run_goes_on(tmp_pa
     assert [p.name for p in find_documents([tmp_path / "out"])] == ["ok.retrieval_events.json"]
 
 
+def test_the_cycle_collector_is_paused_per_trial_and_restored_after_a_failure(
+    tmp_path, monkeypatch
+):
+    import gc
+
+    import retrieval_lib.normalize as normalize_module
+
+    run = tmp_path / "r1"
+    for name, task in (("ok__aaaaaaa", "ok"), ("bad__bbbbbbb", "bad")):
+        _write_trial(run, "baseline", "2026-01-01__00-00-00", name, task, "2026-01-01T00:00:00", 1)
+    real = normalize_module.build_document
+    seen = []
+
+    def watching(trial, result, *args, **kwargs):
+        seen.append(gc.isenabled())
+        if result.task_name == "bad":
+            raise RuntimeError("boom")
+        return real(trial, result, *args, **kwargs)
+
+    monkeypatch.setattr(normalize_module, "build_document", watching)
+    assert gc.isenabled()
+    report = normalize_paths([run], None, out=tmp_path / "out")
+    assert (report.trials, report.failed, seen) == (2, 1, [False, False])
+    assert gc.isenabled()  # back on, the failing trial included
+    gc.disable()  # a caller that switched it off keeps it off
+    try:
+        normalize_paths([run], None, out=tmp_path / "out2")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @needs_corpus
 def test_harness_version_and_its_source_on_the_corpus(corpus_out):
     out, _ = corpus_out

@@ -50,6 +50,7 @@ for a ground-truth file is written exactly as the ground-truth key.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -107,7 +108,23 @@ _NUMBERED_LINE_RE: Final = re.compile(r"^([^\n]+?)([:-])(\d+)\2", re.MULTILINE)
 # diff's newPath before its oldPath).
 _PATH_KEYS: Final = ("file", "path", "filePath", "file_path", "filename", "newPath", "oldPath")
 _REPO_KEYS: Final = ("repo", "repository", "repoName")
+# ``\s`` matches exactly the characters ``str.isspace`` calls whitespace
+_WHITESPACE_RE: Final = re.compile(r"\s")
 _MAX_JSON_DEPTH: Final = 64
+
+
+_UNSEEN: Final = object()
+
+#: Raw paths longer than this are normalised without being remembered.
+_MEMO_MAX_CHARS: Final = 512
+
+
+@functools.lru_cache(maxsize=16384)
+def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) -> str | None:
+    """:func:`normalize_path` remembered across the trials of a process: the trials of a
+    task (and the tasks of a repository) name the same files again and again. A pure
+    function of its arguments, so remembering it changes no key."""
+    return normalize_path(raw, repo=repo, workspace_repos=workspace_repos)
 
 
 class _TrialPaths:
@@ -130,11 +147,13 @@ class _TrialPaths:
 
     def key(self, raw: str, repo: str | None = None) -> str | None:
         cache_key = (raw, repo)
-        try:
-            return self._cache[cache_key]
-        except KeyError:
-            pass
-        key = normalize_path(raw, repo=repo or None, workspace_repos=self._workspace_repos)
+        known = self._cache.get(cache_key, _UNSEEN)
+        if known is not _UNSEEN:
+            return known  # type: ignore[return-value]
+        if len(raw) <= _MEMO_MAX_CHARS:
+            key = _normalized(raw, repo or None, self._workspace_repos)
+        else:
+            key = normalize_path(raw, repo=repo or None, workspace_repos=self._workspace_repos)
         if key is not None:
             if not self._qualify_repos:
                 key = split_key(key)[1]
@@ -488,7 +507,7 @@ def _bash_stdout(call: ToolCall) -> str | None:
 def _listed_path(line: str, read: ShellRead) -> str | None:
     """A ``find``/``grep -l`` output line as a path, or ``None`` for anything else."""
     path = line.strip()
-    if not path or any(c.isspace() for c in path):
+    if not path or _WHITESPACE_RE.search(path):
         return None  # messages ("find: ...: Permission denied") have spaces; paths rarely
     if read.cwd and not path.startswith("/"):
         path = posixpath.join(read.cwd, path)

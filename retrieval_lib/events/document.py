@@ -98,6 +98,18 @@ def _compiled_validator() -> Any:
     return fastjsonschema.compile(load_schema())
 
 
+@functools.lru_cache(maxsize=1)
+def _quick_check() -> Any:
+    """The sound quick check of the shipped schema (:mod:`retrieval_lib.events.fast_check`),
+    or ``None`` if the schema uses a keyword it does not implement."""
+    from retrieval_lib.events.fast_check import UnsupportedSchema, compile_check
+
+    try:
+        return compile_check(load_schema())
+    except UnsupportedSchema:  # pragma: no cover - the shipped schema compiles (tested)
+        return None
+
+
 def check_version(doc: Any, *, where: str = "document") -> None:
     """Raise :class:`UnsupportedSchemaVersion` unless ``doc`` declares a ``1.x`` version."""
     if not isinstance(doc, dict):
@@ -114,8 +126,15 @@ def check_version(doc: Any, *, where: str = "document") -> None:
 
 
 def validate_document(doc: Any, *, where: str = "document") -> None:
-    """Validate ``doc`` against the shipped schema; raise :class:`SchemaError` if invalid."""
+    """Validate ``doc`` against the shipped schema; raise :class:`SchemaError` if invalid.
+
+    A quick exact-type pass decides most documents (everything normalisation writes);
+    whatever it cannot vouch for goes to the full validator, which also words the error.
+    """
     check_version(doc, where=where)
+    quick = _quick_check()
+    if quick is not None and quick(doc):
+        return
     validator = _compiled_validator()
     if validator is not None:
         import fastjsonschema

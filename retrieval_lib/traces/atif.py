@@ -140,7 +140,7 @@ def parse_atif(path: str | Path, *, within: str | Path | None = None) -> ParsedT
     trace_path = Path(path)
     load_warnings: list[str] = []
     document = _load_document(trace_path, load_warnings, within)
-    parser = _TrajectoryParser(trace_path.parent, seen={trace_path.resolve()})
+    parser = _TrajectoryParser(trace_path.parent, seen=_Seen(trace_path))
     parser.warnings.extend(load_warnings)
     return parser.parse(document, trace_path)
 
@@ -225,10 +225,33 @@ class _Clock:
         return notes
 
 
+class _Seen:
+    """The resolved trajectory files already followed (the root one included), resolved
+    only when a subagent file is referenced: most trajectories reference none, and
+    resolving costs a system call per path component."""
+
+    __slots__ = ("_paths", "_root")
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._paths: set[Path] | None = None
+
+    def _resolved(self) -> set[Path]:
+        if self._paths is None:
+            self._paths = {self._root.resolve()}
+        return self._paths
+
+    def __contains__(self, path: Path) -> bool:
+        return path in self._resolved()
+
+    def add(self, path: Path) -> None:
+        self._resolved().add(path)
+
+
 class _TrajectoryParser:
     """Parses one trajectory document and, recursively, the subagents it references."""
 
-    def __init__(self, folder: Path, seen: set[Path], depth: int = 0) -> None:
+    def __init__(self, folder: Path, seen: _Seen, depth: int = 0) -> None:
         self.folder = folder
         self.seen = seen
         self.depth = depth

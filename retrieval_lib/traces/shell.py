@@ -111,7 +111,7 @@ def looks_like_file(path: str) -> bool:
     >>> looks_like_file("django/contrib/admin/options.py"), looks_like_file("tests/")
     (True, False)
     """
-    if not path or path.endswith("/") or any(c in _GLOB_CHARS for c in path):
+    if not path or path.endswith("/") or not _GLOB_CHARS.isdisjoint(path):
         return False
     base = path.rsplit("/", 1)[-1]
     return base not in (".", "..") and bool(_EXTENSION_RE.search(base)) and base[0] != "."
@@ -123,7 +123,7 @@ def _literal_path(word: str, quoted: bool) -> bool:
         return False
     if word.startswith("~"):
         return False
-    return quoted or not any(c in _GLOB_CHARS for c in word)
+    return quoted or _GLOB_CHARS.isdisjoint(word)
 
 
 class _Cwd:
