@@ -250,240 +250,277 @@ def parse_stream_json(path: str | Path, *, within: str | Path | None = None) -> 
     raw_lines = data.split(b"\n") if b"\n" in data or b"\r" not in data else data.split(b"\r")
 
     warnings: list[str] = []
-    line_warnings = _LineWarnings()
-    calls: list[ToolCall] = []
-    call_message_index: list[int] = []
-    seen_call_ids: set[str] = set()
-    # message id -> position in message_usage; usage per message is
-    # [input, cache creation, cache read, output] or None when the message carried none.
-    message_index: dict[str, int] = {}
-    message_usage: list[list[int] | None] = []
-    last_usage: dict[int, dict[str, Any]] = {}
-    messages_without_id = 0
-    tool_uses_without_id = 0
-    results: dict[str, tuple[str | None, Any]] = {}
-    structured: dict[str, Any] = {}
-    duplicate_results = 0
-    result_lines: list[dict[str, Any]] = []
-    model: str | None = None
-    init_model: str | None = None
-    harness_version: str | None = None
-
-    lines_total = 0
-    lines_skipped = 0
-    leading_banner = 0
-    seen_json = False
-    truncated = False
-    last_content_line = _last_nonblank_index(raw_lines)
-
-    for index, line in enumerate(raw_lines):
-        if not line.startswith(b"{"):
-            stripped = line.strip()
-            if not stripped:
-                continue
-            if not stripped.startswith(b"{"):
-                lines_total += 1
-                lines_skipped += 1
-                if seen_json:
-                    line_warnings.add(f"line {index + 1}: not JSON, skipped")
-                else:
-                    leading_banner += 1
-                continue
-        lines_total += 1
-        error: orjson.JSONDecodeError | None = None
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            repaired = loads_repaired(line)
-            if repaired is None:
-                error = exc
-            else:
-                obj, what = repaired
-                line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
-        if error is not None:
-            lines_skipped += 1
-            if index == last_content_line:
-                truncated = True
-                warnings.append(
-                    f"line {index + 1} (last line) is cut off ({error}); "
-                    "transcript truncated, earlier lines kept"
-                )
-            else:
-                line_warnings.add(f"line {index + 1}: invalid JSON ({error}), skipped")
-            continue
-        if not isinstance(obj, dict):
-            lines_skipped += 1
-            line_warnings.add(f"line {index + 1}: JSON value is not an object, skipped")
-            continue
-        seen_json = True
-        line_type = obj.get("type")
-
-        if line_type == "assistant":
-            message = obj.get("message")
-            if not isinstance(message, dict):
-                lines_skipped += 1
-                line_warnings.add(f"line {index + 1}: assistant line without a message, skipped")
-                continue
-            if model is None and isinstance(message.get("model"), str):
-                model = message["model"]
-            msg_id = message.get("id")
-            position = message_index.get(msg_id) if isinstance(msg_id, str) else None
-            if position is None:
-                position = len(message_usage)
-                message_usage.append(None)
-                if isinstance(msg_id, str):
-                    message_index[msg_id] = position
-                else:
-                    messages_without_id += 1
-            usage = message.get("usage")
-            # Repeated lines of one message usually repeat its usage verbatim: skip those.
-            if (
-                isinstance(usage, dict)
-                and usage != last_usage.get(position)
-                and any(type(usage.get(name)) is int for name in _USAGE_FIELDS)
-            ):
-                last_usage[position] = usage
-                counts = [_count(usage.get(name)) for name in _USAGE_FIELDS]
-                known = message_usage[position]
-                if known is None:
-                    message_usage[position] = counts
-                else:
-                    message_usage[position] = [
-                        max(a, b) for a, b in zip(known, counts, strict=True)
-                    ]
-            content = message.get("content")
-            if not isinstance(content, list):
-                continue
-            parent = obj.get("parent_tool_use_id")
-            for block in content:
-                if not isinstance(block, dict) or block.get("type") != "tool_use":
-                    continue
-                call_id = block.get("id")
-                if isinstance(call_id, str):
-                    if call_id in seen_call_ids:
-                        line_warnings.add(
-                            f"line {index + 1}: tool_use id {call_id} repeated, kept the first"
-                        )
-                        continue
-                    seen_call_ids.add(call_id)
-                else:
-                    call_id = None
-                    tool_uses_without_id += 1
-                arguments = block.get("input")
-                if isinstance(arguments, str):
-                    arguments = _json_object_text(arguments)
-                if not isinstance(arguments, dict):
-                    line_warnings.add(
-                        f"line {index + 1}: tool_use input is not a JSON object, dropped"
-                    )
-                    arguments = {}
-                name = block.get("name")
-                if not isinstance(name, str):
-                    line_warnings.add(f"line {index + 1}: tool_use without a name")
-                calls.append(
-                    ToolCall(
-                        call_id=call_id,
-                        name=name if isinstance(name, str) else "unknown",
-                        arguments=arguments,
-                        parent_call_id=parent if isinstance(parent, str) else None,
-                        order=len(calls),
-                        source="transcript",
-                    )
-                )
-                call_message_index.append(position)
-
-        elif line_type == "user":
-            message = obj.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            if not isinstance(content, list):
-                continue
-            line_results = [
-                block
-                for block in content
-                if isinstance(block, dict) and block.get("type") == "tool_result"
-            ]
-            for block in line_results:
-                call_id = block.get("tool_use_id")
-                if not isinstance(call_id, str):
-                    line_warnings.add(f"line {index + 1}: tool_result without tool_use_id, skipped")
-                    continue
-                if call_id in results:
-                    duplicate_results += 1
-                    continue
-                results[call_id] = (content_text(block.get("content")), block.get("is_error"))
-            if len(line_results) == 1 and "tool_use_result" in obj:
-                call_id = line_results[0].get("tool_use_id")
-                if isinstance(call_id, str):
-                    structured.setdefault(call_id, obj["tool_use_result"])
-
-        elif line_type == "system":
-            if obj.get("subtype") == "init":
-                if isinstance(obj.get("model"), str):
-                    init_model = obj["model"]
-                if isinstance(obj.get("claude_code_version"), str):
-                    harness_version = obj["claude_code_version"]
-
-        elif line_type == "result":
-            result_lines.append(obj)
-
-    if leading_banner:
-        warnings.insert(
-            0, f"skipped {leading_banner} non-JSON line(s) before the first JSON line (banner)"
-        )
-    warnings.extend(line_warnings.finish())
-    if lines_total == 0:
-        warnings.append("transcript is empty: no lines")
-    elif not seen_json:
-        warnings.append("transcript has no JSON lines")
-
-    if tool_uses_without_id:
-        warnings.append(
-            f"{tool_uses_without_id} tool_use block(s) without a string id: "
-            "their results cannot be joined"
-        )
-    unknown_parents = sorted(
-        {c.parent_call_id for c in calls if c.parent_call_id is not None} - seen_call_ids
-    )
-    if unknown_parents:
-        warnings.append(
-            f"parent_tool_use_id names {len(unknown_parents)} call id(s) not in the "
-            f"transcript (first: {unknown_parents[0]}): their calls are kept as subagent calls"
-        )
-    _attach_results(calls, results, structured, warnings)
-    if duplicate_results:
-        warnings.append(f"{duplicate_results} repeated tool_result(s) ignored (kept the first)")
-    if messages_without_id:
-        warnings.append(
-            f"{messages_without_id} assistant line(s) without message id: "
-            "their usage could not be deduplicated"
-        )
-    _attach_cumulative_tokens(calls, call_message_index, message_usage, warnings)
-
-    if len(result_lines) > 1:
-        warnings.append(f"{len(result_lines)} result lines: totals taken from the last one")
-    totals = (
-        _totals_from_result(result_lines[-1])
-        if result_lines
-        else _totals_from_messages(message_usage)
-    )
-    _flag_output_placeholders(totals, message_usage)
-    if result_lines and totals.total_tokens is None:
-        warnings.append("the result line carries no token counts (modelUsage, usage)")
-    if not result_lines and seen_json:
-        warnings.append("no result line: totals summed from deduplicated messages, cost unknown")
-
+    transcript = _Transcript()
+    transcript.read(raw_lines, warnings)
+    transcript.join_calls(warnings)
     return ParsedTrace(
         source="transcript",
-        tool_calls=calls,
+        tool_calls=transcript.calls,
         started_at=None,
-        model=init_model or model,
-        harness_version=harness_version,
-        totals=totals,
+        model=transcript.init_model or transcript.model,
+        harness_version=transcript.harness_version,
+        totals=transcript.totals(warnings),
         warnings=warnings,
-        truncated=truncated,
-        lines_total=lines_total,
-        lines_skipped=lines_skipped,
+        truncated=transcript.truncated,
+        lines_total=transcript.lines_total,
+        lines_skipped=transcript.lines_skipped,
     )
+
+
+class _Transcript:
+    """What the JSON lines of one transcript add up to: calls, results, usage per message."""
+
+    def __init__(self) -> None:
+        self.line_warnings = _LineWarnings()
+        self.calls: list[ToolCall] = []
+        self.call_message_index: list[int] = []
+        self.seen_call_ids: set[str] = set()
+        # message id -> position in message_usage; usage per message is
+        # [input, cache creation, cache read, output] or None when the message carried none.
+        self.message_index: dict[str, int] = {}
+        self.message_usage: list[list[int] | None] = []
+        self.last_usage: dict[int, dict[str, Any]] = {}
+        self.messages_without_id = 0
+        self.tool_uses_without_id = 0
+        self.results: dict[str, tuple[str | None, Any]] = {}
+        self.structured: dict[str, Any] = {}
+        self.duplicate_results = 0
+        self.result_lines: list[dict[str, Any]] = []
+        self.model: str | None = None
+        self.init_model: str | None = None
+        self.harness_version: str | None = None
+
+    def read(self, raw_lines: list[bytes], warnings: list[str]) -> None:
+        """Decode each line and take it by type; count and warn about lines that are not."""
+        line_warnings = self.line_warnings
+        lines_total = 0
+        lines_skipped = 0
+        leading_banner = 0
+        seen_json = False
+        truncated = False
+        last_content_line = _last_nonblank_index(raw_lines)
+
+        for index, line in enumerate(raw_lines):
+            if not line.startswith(b"{"):
+                stripped = line.strip()
+                if not stripped:
+                    continue
+                if not stripped.startswith(b"{"):
+                    lines_total += 1
+                    lines_skipped += 1
+                    if seen_json:
+                        line_warnings.add(f"line {index + 1}: not JSON, skipped")
+                    else:
+                        leading_banner += 1
+                    continue
+            lines_total += 1
+            error: orjson.JSONDecodeError | None = None
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                repaired = loads_repaired(line)
+                if repaired is None:
+                    error = exc
+                else:
+                    obj, what = repaired
+                    line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
+            if error is not None:
+                lines_skipped += 1
+                if index == last_content_line:
+                    truncated = True
+                    warnings.append(
+                        f"line {index + 1} (last line) is cut off ({error}); "
+                        "transcript truncated, earlier lines kept"
+                    )
+                else:
+                    line_warnings.add(f"line {index + 1}: invalid JSON ({error}), skipped")
+                continue
+            if not isinstance(obj, dict):
+                lines_skipped += 1
+                line_warnings.add(f"line {index + 1}: JSON value is not an object, skipped")
+                continue
+            seen_json = True
+            line_type = obj.get("type")
+            if line_type == "assistant":
+                if not self.add_assistant(obj, index + 1):
+                    lines_skipped += 1
+            elif line_type == "user":
+                self.add_user(obj, index + 1)
+            elif line_type == "system":
+                if obj.get("subtype") == "init":
+                    if isinstance(obj.get("model"), str):
+                        self.init_model = obj["model"]
+                    if isinstance(obj.get("claude_code_version"), str):
+                        self.harness_version = obj["claude_code_version"]
+            elif line_type == "result":
+                self.result_lines.append(obj)
+
+        if leading_banner:
+            warnings.insert(
+                0, f"skipped {leading_banner} non-JSON line(s) before the first JSON line (banner)"
+            )
+        warnings.extend(line_warnings.finish())
+        if lines_total == 0:
+            warnings.append("transcript is empty: no lines")
+        elif not seen_json:
+            warnings.append("transcript has no JSON lines")
+        self.lines_total = lines_total
+        self.lines_skipped = lines_skipped
+        self.seen_json = seen_json
+        self.truncated = truncated
+
+    def add_assistant(self, obj: dict[str, Any], line: int) -> bool:
+        """Take one assistant line's usage and tool_use blocks; ``False``: skipped."""
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            self.line_warnings.add(f"line {line}: assistant line without a message, skipped")
+            return False
+        if self.model is None and isinstance(message.get("model"), str):
+            self.model = message["model"]
+        position = self._message_position(message)
+        content = message.get("content")
+        if isinstance(content, list):
+            self._add_tool_uses(content, obj.get("parent_tool_use_id"), position, line)
+        return True
+
+    def _message_position(self, message: dict[str, Any]) -> int:
+        """The message's position by id (new ones appended), its usage merged in."""
+        msg_id = message.get("id")
+        position = self.message_index.get(msg_id) if isinstance(msg_id, str) else None
+        message_usage = self.message_usage
+        if position is None:
+            position = len(message_usage)
+            message_usage.append(None)
+            if isinstance(msg_id, str):
+                self.message_index[msg_id] = position
+            else:
+                self.messages_without_id += 1
+        usage = message.get("usage")
+        # Repeated lines of one message usually repeat its usage verbatim: skip those.
+        if (
+            isinstance(usage, dict)
+            and usage != self.last_usage.get(position)
+            and any(type(usage.get(name)) is int for name in _USAGE_FIELDS)
+        ):
+            self.last_usage[position] = usage
+            counts = [_count(usage.get(name)) for name in _USAGE_FIELDS]
+            known = message_usage[position]
+            if known is None:
+                message_usage[position] = counts
+            else:
+                message_usage[position] = [max(a, b) for a, b in zip(known, counts, strict=True)]
+        return position
+
+    def _add_tool_uses(self, content: list[Any], parent: Any, position: int, line: int) -> None:
+        calls = self.calls
+        line_warnings = self.line_warnings
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            call_id = block.get("id")
+            if isinstance(call_id, str):
+                if call_id in self.seen_call_ids:
+                    line_warnings.add(
+                        f"line {line}: tool_use id {call_id} repeated, kept the first"
+                    )
+                    continue
+                self.seen_call_ids.add(call_id)
+            else:
+                call_id = None
+                self.tool_uses_without_id += 1
+            arguments = block.get("input")
+            if isinstance(arguments, str):
+                arguments = _json_object_text(arguments)
+            if not isinstance(arguments, dict):
+                line_warnings.add(f"line {line}: tool_use input is not a JSON object, dropped")
+                arguments = {}
+            name = block.get("name")
+            if not isinstance(name, str):
+                line_warnings.add(f"line {line}: tool_use without a name")
+            calls.append(
+                ToolCall(
+                    call_id=call_id,
+                    name=name if isinstance(name, str) else "unknown",
+                    arguments=arguments,
+                    parent_call_id=parent if isinstance(parent, str) else None,
+                    order=len(calls),
+                    source="transcript",
+                )
+            )
+            self.call_message_index.append(position)
+
+    def add_user(self, obj: dict[str, Any], line: int) -> None:
+        """Take one user line's tool_result blocks (the first result per call id wins)."""
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return
+        line_results = [
+            block
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        ]
+        results = self.results
+        for block in line_results:
+            call_id = block.get("tool_use_id")
+            if not isinstance(call_id, str):
+                self.line_warnings.add(f"line {line}: tool_result without tool_use_id, skipped")
+                continue
+            if call_id in results:
+                self.duplicate_results += 1
+                continue
+            results[call_id] = (content_text(block.get("content")), block.get("is_error"))
+        if len(line_results) == 1 and "tool_use_result" in obj:
+            call_id = line_results[0].get("tool_use_id")
+            if isinstance(call_id, str):
+                self.structured.setdefault(call_id, obj["tool_use_result"])
+
+    def join_calls(self, warnings: list[str]) -> None:
+        """Give the calls their results and running token totals; warn about what is off."""
+        calls = self.calls
+        if self.tool_uses_without_id:
+            warnings.append(
+                f"{self.tool_uses_without_id} tool_use block(s) without a string id: "
+                "their results cannot be joined"
+            )
+        unknown_parents = sorted(
+            {c.parent_call_id for c in calls if c.parent_call_id is not None} - self.seen_call_ids
+        )
+        if unknown_parents:
+            warnings.append(
+                f"parent_tool_use_id names {len(unknown_parents)} call id(s) not in the "
+                f"transcript (first: {unknown_parents[0]}): their calls are kept as subagent calls"
+            )
+        _attach_results(calls, self.results, self.structured, warnings)
+        if self.duplicate_results:
+            warnings.append(
+                f"{self.duplicate_results} repeated tool_result(s) ignored (kept the first)"
+            )
+        if self.messages_without_id:
+            warnings.append(
+                f"{self.messages_without_id} assistant line(s) without message id: "
+                "their usage could not be deduplicated"
+            )
+        _attach_cumulative_tokens(calls, self.call_message_index, self.message_usage, warnings)
+
+    def totals(self, warnings: list[str]) -> SessionTotals:
+        """Session totals: from the last result line, else summed from the messages."""
+        result_lines = self.result_lines
+        if len(result_lines) > 1:
+            warnings.append(f"{len(result_lines)} result lines: totals taken from the last one")
+        totals = (
+            _totals_from_result(result_lines[-1])
+            if result_lines
+            else _totals_from_messages(self.message_usage)
+        )
+        _flag_output_placeholders(totals, self.message_usage)
+        if result_lines and totals.total_tokens is None:
+            warnings.append("the result line carries no token counts (modelUsage, usage)")
+        if not result_lines and self.seen_json:
+            warnings.append(
+                "no result line: totals summed from deduplicated messages, cost unknown"
+            )
+        return totals
 
 
 #: A ``\\uD800``-``\\uDFFF`` escape that is not half of a surrogate pair. JavaScript writers
