@@ -309,6 +309,66 @@ def extract_hits(
     >>> table.hit_ranks.tolist(), table.n_duplicates.tolist()
     ([3], [1])
     """
+    n_rankings = _count_rankings(rankings, relevant, gains)
+    hit_ranks: list[int] = []
+    add_hits = hit_ranks.extend
+    row_ends: list[int] = []
+    end_row = row_ends.append
+    n_relevant: list[int] = []
+    add_n_relevant = n_relevant.append
+    n_retrieved: list[int] = []
+    add_n_retrieved = n_retrieved.append
+    duplicates: dict[int, int] = {}
+    missing: dict[int, bool] = {}
+    graded_rows: list[tuple[list[int], list[float], list[float]]] = []
+
+    row = -1
+    try:
+        for row, (ranking, relevant_ids) in enumerate(zip(rankings, relevant, strict=True)):
+            rank_of = _rank_of(row, ranking, scored, duplicates)
+            add_n_retrieved(len(rank_of))
+
+            kind = type(relevant_ids)
+            if kind is set or kind is frozenset:
+                relevant_set: Collection[Hashable] = relevant_ids  # type: ignore[assignment]
+            elif kind is list or kind is tuple:
+                # The usual JSON-loaded input: skip the slower ABC check below.
+                relevant_set = set(relevant_ids)  # type: ignore[arg-type]
+            elif relevant_ids is None:
+                missing[row] = True
+                relevant_set = ()
+            else:
+                relevant_set = _other_relevant_set(row, relevant_ids)
+            add_n_relevant(len(relevant_set))
+            add_hits(filter(None, map(rank_of.get, relevant_set)))
+            end_row(len(hit_ranks))
+            if gains is not None:
+                graded_rows.append(_graded_row(row, rank_of, gains[row]))
+    except TypeError as exc:
+        raise _bad_input(
+            max(row, 0),
+            f"rankings must be sequences and ids hashable ({exc})",
+        ) from None
+
+    rows, ranks = _sorted_hits(row_ends, hit_ranks, n_rankings)
+    return HitTable(
+        n_rankings=n_rankings,
+        hit_rows=rows,
+        hit_ranks=ranks,
+        n_relevant=np.fromiter(n_relevant, dtype=np.int64, count=n_rankings),
+        n_retrieved=np.fromiter(n_retrieved, dtype=np.int64, count=n_rankings),
+        n_duplicates=_per_row(n_rankings, duplicates, np.int64),
+        relevant_missing=_per_row(n_rankings, missing, bool),
+        graded=None if gains is None else _graded_gains(graded_rows),
+    )
+
+
+def _count_rankings(
+    rankings: Sequence[Sequence[Hashable]],
+    relevant: Sequence[Collection[Hashable] | None],
+    gains: Sequence[Mapping[Hashable, float]] | None,
+) -> int:
+    """The number of rankings, once every per-ranking input is known to have one entry each."""
     try:
         n_rankings = len(rankings)
         n_relevant_sets = len(relevant)
@@ -324,93 +384,64 @@ def extract_hits(
 
     if gains is not None and len(gains) != n_rankings:
         raise MetricError(f"got {n_rankings} rankings but {len(gains)} gain mappings")
+    return n_rankings
 
-    hit_ranks: list[int] = []
-    add_hits = hit_ranks.extend
-    row_ends: list[int] = []
-    end_row = row_ends.append
-    n_relevant: list[int] = []
-    add_n_relevant = n_relevant.append
-    n_retrieved: list[int] = []
-    add_n_retrieved = n_retrieved.append
-    duplicates: dict[int, int] = {}
-    missing: list[int] = []
-    graded_rows: list[tuple[list[int], list[float], list[float]]] = []
 
-    row = -1
-    try:
-        for row, (ranking, relevant_ids) in enumerate(zip(rankings, relevant, strict=True)):
-            rank_of: dict[Hashable, int] | _ScoreRanks
-            if scored and type(ranking) is dict:
-                rank_of = _ScoreRanks(ranking)
-            elif isinstance(ranking, _NOT_RANKINGS):
-                raise _bad_input(
-                    row,
-                    f"a ranking must be an ordered sequence of ids, got {type(ranking).__name__}"
-                    " (order scored items with rank_by_score)",
-                )
-            else:
-                rank_of = dict(zip(ranking, _RANKS_FROM_ONE, strict=False))
-            if len(rank_of) != len(ranking):
-                # Repeated ids: rank the first occurrences only.
-                rank_of = dict(zip(dict.fromkeys(ranking), _RANKS_FROM_ONE, strict=False))
-                duplicates[row] = len(ranking) - len(rank_of)
-            add_n_retrieved(len(rank_of))
-
-            kind = type(relevant_ids)
-            if kind is set or kind is frozenset:
-                relevant_set: Collection[Hashable] = relevant_ids  # type: ignore[assignment]
-            elif kind is list or kind is tuple:
-                # The usual JSON-loaded input: skip the slower ABC check below.
-                relevant_set = set(relevant_ids)  # type: ignore[arg-type]
-            elif relevant_ids is None:
-                missing.append(row)
-                relevant_set = ()
-            elif isinstance(relevant_ids, (str, bytes, Mapping)):
-                raise _bad_input(
-                    row,
-                    "the relevant set must be a collection of ids, got "
-                    f"{type(relevant_ids).__name__} (for graded judgements pass the ids whose "
-                    "grade is positive)",
-                )
-            else:
-                relevant_set = set(relevant_ids)
-            add_n_relevant(len(relevant_set))
-            add_hits(filter(None, map(rank_of.get, relevant_set)))
-            end_row(len(hit_ranks))
-            if gains is not None:
-                graded_rows.append(_graded_row(row, rank_of, gains[row]))
-    except TypeError as exc:
+def _rank_of(
+    row: int, ranking: Any, scored: bool, duplicates: dict[int, int]
+) -> dict[Hashable, int] | _ScoreRanks:
+    """``{id: rank}`` of one ranking (first occurrences; repeats counted in ``duplicates``)."""
+    rank_of: dict[Hashable, int] | _ScoreRanks
+    if scored and type(ranking) is dict:
+        rank_of = _ScoreRanks(ranking)
+    elif isinstance(ranking, _NOT_RANKINGS):
         raise _bad_input(
-            max(row, 0),
-            f"rankings must be sequences and ids hashable ({exc})",
-        ) from None
+            row,
+            f"a ranking must be an ordered sequence of ids, got {type(ranking).__name__}"
+            " (order scored items with rank_by_score)",
+        )
+    else:
+        rank_of = dict(zip(ranking, _RANKS_FROM_ONE, strict=False))
+    if len(rank_of) != len(ranking):
+        # Repeated ids: rank the first occurrences only.
+        rank_of = dict(zip(dict.fromkeys(ranking), _RANKS_FROM_ONE, strict=False))
+        duplicates[row] = len(ranking) - len(rank_of)
+    return rank_of
 
+
+def _other_relevant_set(row: int, relevant_ids: Any) -> Collection[Hashable]:
+    """A relevant set given as neither set, list, tuple nor ``None``."""
+    if isinstance(relevant_ids, (str, bytes, Mapping)):
+        raise _bad_input(
+            row,
+            "the relevant set must be a collection of ids, got "
+            f"{type(relevant_ids).__name__} (for graded judgements pass the ids whose "
+            "grade is positive)",
+        )
+    return set(relevant_ids)
+
+
+def _sorted_hits(
+    row_ends: list[int], hit_ranks: list[int], n_rankings: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row and rank of every hit, sorted by (row, rank): relevant ids come in set order."""
     ends = np.fromiter(row_ends, dtype=np.int64, count=n_rankings)
     counts = np.diff(ends, prepend=0)
     rows = np.repeat(np.arange(n_rankings, dtype=np.int64), counts)
     ranks = np.fromiter(hit_ranks, dtype=np.int64, count=len(hit_ranks))
     if ranks.size:
-        # Relevant ids were visited in set order: sort the hits by (row, rank).
         stride = int(ranks.max()) + 1
         ordered = np.sort(rows * stride + ranks)
         rows, ranks = np.divmod(ordered, stride)
+    return rows, ranks
 
-    n_duplicates = np.zeros(n_rankings, dtype=np.int64)
-    if duplicates:
-        n_duplicates[list(duplicates)] = list(duplicates.values())
-    relevant_missing = np.zeros(n_rankings, dtype=bool)
-    relevant_missing[missing] = True
-    return HitTable(
-        n_rankings=n_rankings,
-        hit_rows=rows,
-        hit_ranks=ranks,
-        n_relevant=np.fromiter(n_relevant, dtype=np.int64, count=n_rankings),
-        n_retrieved=np.fromiter(n_retrieved, dtype=np.int64, count=n_rankings),
-        n_duplicates=n_duplicates,
-        relevant_missing=relevant_missing,
-        graded=None if gains is None else _graded_gains(graded_rows),
-    )
+
+def _per_row(n_rankings: int, values: dict[int, Any], dtype: type) -> np.ndarray:
+    """An array of one value per ranking, zero (or ``False``) except at ``values``' rows."""
+    array: np.ndarray = np.zeros(n_rankings, dtype=dtype)
+    if values:
+        array[list(values)] = list(values.values())
+    return array
 
 
 def _graded_row(
