@@ -83,45 +83,37 @@ def merge_traces(trajectory: ParsedTrace | None, transcript: ParsedTrace | None)
     warnings = [f"trajectory: {message}" for message in trajectory.warnings]
     warnings.extend(f"transcript: {message}" for message in transcript.warnings)
 
+    final = _merged_calls(trajectory.tool_calls, transcript.tool_calls, warnings)
+
+    return ParsedTrace(
+        source="merged",
+        tool_calls=final,
+        started_at=trajectory.started_at or transcript.started_at,
+        model=trajectory.model or transcript.model,
+        harness_version=trajectory.harness_version or transcript.harness_version,
+        totals=_pick_totals(trajectory.totals, transcript.totals),
+        warnings=warnings,
+        truncated=transcript.truncated or trajectory.truncated,
+        lines_total=transcript.lines_total,
+        lines_skipped=transcript.lines_skipped,
+    )
+
+
+def _merged_calls(
+    trajectory_calls: list[ToolCall], transcript_calls: list[ToolCall], warnings: list[str]
+) -> list[ToolCall]:
+    """The calls in trajectory order, joined on id, transcript-only calls inserted."""
     transcript_by_id: dict[str, ToolCall] = {}
-    for call in transcript.tool_calls:
+    for call in transcript_calls:
         if call.call_id is not None:
             transcript_by_id.setdefault(call.call_id, call)
-    trajectory_position: dict[str | None, int] = {}
-    for position, call in enumerate(trajectory.tool_calls):
-        if call.call_id is not None:
-            trajectory_position.setdefault(call.call_id, position)
-    trajectory_ids = trajectory_position.keys()
-
-    # Transcript-only calls, grouped by the trajectory call they follow (None: the start).
-    inserted_after: dict[str | None, list[ToolCall]] = {}
-    anchor: str | None = None
-    unjoinable = 0
-    for call in transcript.tool_calls:
-        if call.call_id is not None and call.call_id in trajectory_ids:
-            anchor = call.call_id
-        elif call.call_id is None and trajectory.tool_calls:
-            # Without an id a transcript call cannot be told apart from the trajectory's
-            # record of the same call: adding it would count that call twice.
-            unjoinable += 1
-        else:
-            # A subagent call never goes before the Task call that spawned it.
-            parent = call.parent_call_id
-            after = anchor
-            if parent in trajectory_position and (
-                after is None or trajectory_position[parent] > trajectory_position[after]
-            ):
-                after = parent
-            inserted_after.setdefault(after, []).append(call)
-
-    prefer_transcript_tokens = any(
-        call.cumulative_tokens is not None for call in transcript.tool_calls
-    )
+    inserted_after, unjoinable = _place_transcript_only(trajectory_calls, transcript_calls)
+    prefer_transcript_tokens = any(call.cumulative_tokens is not None for call in transcript_calls)
     only_transcript = sum(len(calls) for calls in inserted_after.values())
     merged_calls: list[ToolCall] = list(inserted_after.pop(None, []))
     joined = 0
     fallback_tokens = 0
-    for call in trajectory.tool_calls:
+    for call in trajectory_calls:
         partner = transcript_by_id.get(call.call_id) if call.call_id is not None else None
         if partner is None:
             merged_calls.append(call)
@@ -138,7 +130,7 @@ def merge_traces(trajectory: ParsedTrace | None, transcript: ParsedTrace | None)
             merged_calls.extend(inserted_after.pop(call.call_id, []))
     final = [replace(call, order=position) for position, call in enumerate(merged_calls)]
 
-    only_trajectory = len(trajectory.tool_calls) - joined
+    only_trajectory = len(trajectory_calls) - joined
     if only_transcript or only_trajectory:
         warnings.append(
             f"joined {joined} call(s) on id; {only_transcript} only in the transcript "
@@ -154,19 +146,39 @@ def merge_traces(trajectory: ParsedTrace | None, transcript: ParsedTrace | None)
             f"{fallback_tokens} call(s) have no running token total in the transcript and "
             "keep the trajectory's"
         )
+    return final
 
-    return ParsedTrace(
-        source="merged",
-        tool_calls=final,
-        started_at=trajectory.started_at or transcript.started_at,
-        model=trajectory.model or transcript.model,
-        harness_version=trajectory.harness_version or transcript.harness_version,
-        totals=_pick_totals(trajectory.totals, transcript.totals),
-        warnings=warnings,
-        truncated=transcript.truncated or trajectory.truncated,
-        lines_total=transcript.lines_total,
-        lines_skipped=transcript.lines_skipped,
-    )
+
+def _place_transcript_only(
+    trajectory_calls: list[ToolCall], transcript_calls: list[ToolCall]
+) -> tuple[dict[str | None, list[ToolCall]], int]:
+    """Transcript-only calls grouped by the trajectory call id they follow (``None``: the
+    start), and the number of transcript calls left out for want of an id."""
+    trajectory_position: dict[str | None, int] = {}
+    for position, call in enumerate(trajectory_calls):
+        if call.call_id is not None:
+            trajectory_position.setdefault(call.call_id, position)
+    trajectory_ids = trajectory_position.keys()
+    inserted_after: dict[str | None, list[ToolCall]] = {}
+    anchor: str | None = None
+    unjoinable = 0
+    for call in transcript_calls:
+        if call.call_id is not None and call.call_id in trajectory_ids:
+            anchor = call.call_id
+        elif call.call_id is None and trajectory_calls:
+            # Without an id a transcript call cannot be told apart from the trajectory's
+            # record of the same call: adding it would count that call twice.
+            unjoinable += 1
+        else:
+            # A subagent call never goes before the Task call that spawned it.
+            parent = call.parent_call_id
+            after = anchor
+            if parent in trajectory_position and (
+                after is None or trajectory_position[parent] > trajectory_position[after]
+            ):
+                after = parent
+            inserted_after.setdefault(after, []).append(call)
+    return inserted_after, unjoinable
 
 
 def _join(call: ToolCall, partner: ToolCall, prefer_transcript_tokens: bool) -> ToolCall:
