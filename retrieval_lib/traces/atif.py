@@ -265,19 +265,13 @@ class _TrajectoryParser:
 
         calls: list[ToolCall] = []
         call_message: list[int | None] = []  # message position of each call
-        message_tokens: list[list[int]] = []  # [prompt, cache creation, completion, cached]
-        message_costs: list[float | None] = []
-        # [steps, completion figures differ] per message: a message whose steps all repeat
-        # one completion figure never received its final count (a stream placeholder)
-        message_shape: list[list[int]] = []
-        naive = [0, 0]  # per-step sums of prompt and completion tokens
+        usage = _MessageUsage()
         results: dict[str, Any] = {}
         call_ids: set[str] = set()
         subagent_refs: dict[str, list[Any]] = {}
         metadata: dict[str, dict[str, Any]] = {}
         started_at: str | None = None
         clock = _Clock()
-        message_by_signature: dict[tuple[Any, ...], int] = {}
         current_message: int | None = None
 
         for number, step in enumerate(steps, start=1):
@@ -294,40 +288,7 @@ class _TrajectoryParser:
                 and isinstance(metrics, dict)
                 and not self._without_usage(metrics, number)
             ):
-                metrics_extra = _object(metrics, "extra")
-                prompt = _count(metrics.get("prompt_tokens"))
-                completion = _count(metrics.get("completion_tokens"))
-                cached = _count(metrics.get("cached_tokens"))
-                creation = _count(metrics_extra.get("cache_creation_input_tokens"))
-                naive[0] += prompt
-                naive[1] += completion
-                cache_read = metrics_extra.get("cache_read_input_tokens")
-                if cache_read is not None and _as_int(cache_read) is None:
-                    # a list, an object, a negative or absurd number: this field only is lost
-                    self.warnings.append(
-                        f"step #{number} metrics.extra.cache_read_input_tokens is "
-                        f"{describe_value(cache_read)}, not a token count; ignored"
-                    )
-                    cache_read = None
-                signature = (prompt, cached, creation, cache_read)
-                cost = finite_number(metrics.get("cost_usd"))
-                current_message = message_by_signature.get(signature)
-                if current_message is None:
-                    current_message = len(message_tokens)
-                    message_by_signature[signature] = current_message
-                    message_tokens.append([prompt, creation, completion, cached])
-                    message_costs.append(cost)
-                    message_shape.append([1, 0, completion])
-                else:
-                    tokens = message_tokens[current_message]
-                    shape = message_shape[current_message]
-                    shape[0] += 1
-                    if completion != shape[2]:
-                        shape[1] = 1
-                    tokens[2] = max(tokens[2], completion)
-                    known = message_costs[current_message]
-                    if cost is not None:
-                        message_costs[current_message] = cost if known is None else max(known, cost)
+                current_message = usage.add(metrics, number, self.warnings)
 
             tool_calls = step.get("tool_calls")
             if timestamp is None and step.get("timestamp") is None and tool_calls:
@@ -353,47 +314,17 @@ class _TrajectoryParser:
                         step_call_ids.append(call.call_id)
                 self._collect_metadata(extra, step_call_ids, metadata)
 
-            observation = step.get("observation")
-            if isinstance(observation, dict) and isinstance(observation.get("results"), list):
-                for result in observation["results"]:
-                    if not isinstance(result, dict):
-                        continue
-                    call_id = result.get("source_call_id")
-                    if not isinstance(call_id, str):
-                        self.warnings.append(
-                            f"step #{number}: observation result without source_call_id, skipped"
-                        )
-                        continue
-                    if call_id in results:
-                        self.warnings.append(
-                            f"step #{number}: second result for call {call_id} ignored"
-                        )
-                        continue
-                    results[call_id] = content_text(result.get("content"))
-                    ref = result.get("subagent_trajectory_ref")
-                    if ref:
-                        subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
+            self._take_results(step.get("observation"), number, results, subagent_refs)
 
         self.warnings.extend(clock.warnings())
         self._join_results(calls, results, metadata)
-        has_usage = bool(message_tokens)
-        if has_usage:
-            running: list[int] = []
-            total = 0
-            for prompt, creation, completion, _cached in message_tokens:
-                total += prompt + creation + completion
-                running.append(total)
-            for call, position in zip(calls, call_message, strict=True):
-                if position is not None:
-                    call.cumulative_tokens = running[position]
+        has_usage = usage.add_cumulative_tokens(calls, call_message)
         if subagent_refs:
             calls = self._splice_subagents(calls, subagent_refs, document, has_usage)
 
         # A subagent's own totals are not reported: the caller only splices its calls.
         totals = (
-            self._totals(
-                document.get("final_metrics"), message_tokens, message_costs, naive, message_shape
-            )
+            usage.totals(document.get("final_metrics"), self.warnings)
             if self.depth == 0
             else SessionTotals()
         )
@@ -408,6 +339,34 @@ class _TrajectoryParser:
             totals=totals,
             warnings=self.warnings,
         )
+
+    def _take_results(
+        self,
+        observation: Any,
+        number: int,
+        results: dict[str, Any],
+        subagent_refs: dict[str, list[Any]],
+    ) -> None:
+        """A step's observation results by call id (the first wins), and subagent references."""
+        if isinstance(observation, dict) and isinstance(observation.get("results"), list):
+            for result in observation["results"]:
+                if not isinstance(result, dict):
+                    continue
+                call_id = result.get("source_call_id")
+                if not isinstance(call_id, str):
+                    self.warnings.append(
+                        f"step #{number}: observation result without source_call_id, skipped"
+                    )
+                    continue
+                if call_id in results:
+                    self.warnings.append(
+                        f"step #{number}: second result for call {call_id} ignored"
+                    )
+                    continue
+                results[call_id] = content_text(result.get("content"))
+                ref = result.get("subagent_trajectory_ref")
+                if ref:
+                    subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
 
     def _timestamp(
         self, value: Any, number: int, clock: _Clock
@@ -629,20 +588,79 @@ class _TrajectoryParser:
         self.warnings.extend(f"subagent {label}: {message}" for message in child.warnings)
         return sub_trace
 
-    def _totals(
-        self,
-        final_metrics: Any,
-        message_tokens: list[list[int]],
-        message_costs: list[float | None],
-        naive: list[int],
-        message_shape: list[list[int]] | None = None,
-    ) -> SessionTotals:
+
+class _MessageUsage:
+    """Token usage per API message, agent steps with one input side counted once."""
+
+    def __init__(self) -> None:
+        self.tokens: list[list[int]] = []  # [prompt, cache creation, completion, cached]
+        self.costs: list[float | None] = []
+        # [steps, completion figures differ] per message: a message whose steps all repeat
+        # one completion figure never received its final count (a stream placeholder)
+        self.shape: list[list[int]] = []
+        self.naive = [0, 0]  # per-step sums of prompt and completion tokens
+        self.by_signature: dict[tuple[Any, ...], int] = {}
+
+    def add(self, metrics: dict[str, Any], number: int, warnings: list[str]) -> int:
+        """Take one agent step's metrics; the position of the message it belongs to."""
+        metrics_extra = _object(metrics, "extra")
+        prompt = _count(metrics.get("prompt_tokens"))
+        completion = _count(metrics.get("completion_tokens"))
+        cached = _count(metrics.get("cached_tokens"))
+        creation = _count(metrics_extra.get("cache_creation_input_tokens"))
+        self.naive[0] += prompt
+        self.naive[1] += completion
+        cache_read = metrics_extra.get("cache_read_input_tokens")
+        if cache_read is not None and _as_int(cache_read) is None:
+            # a list, an object, a negative or absurd number: this field only is lost
+            warnings.append(
+                f"step #{number} metrics.extra.cache_read_input_tokens is "
+                f"{describe_value(cache_read)}, not a token count; ignored"
+            )
+            cache_read = None
+        signature = (prompt, cached, creation, cache_read)
+        cost = finite_number(metrics.get("cost_usd"))
+        current_message = self.by_signature.get(signature)
+        if current_message is None:
+            current_message = len(self.tokens)
+            self.by_signature[signature] = current_message
+            self.tokens.append([prompt, creation, completion, cached])
+            self.costs.append(cost)
+            self.shape.append([1, 0, completion])
+        else:
+            tokens = self.tokens[current_message]
+            shape = self.shape[current_message]
+            shape[0] += 1
+            if completion != shape[2]:
+                shape[1] = 1
+            tokens[2] = max(tokens[2], completion)
+            known = self.costs[current_message]
+            if cost is not None:
+                self.costs[current_message] = cost if known is None else max(known, cost)
+        return current_message
+
+    def add_cumulative_tokens(self, calls: list[ToolCall], call_message: list[int | None]) -> bool:
+        """Give each call the running total up to its message; ``False``: no usage at all."""
+        if not self.tokens:
+            return False
+        running: list[int] = []
+        total = 0
+        for prompt, creation, completion, _cached in self.tokens:
+            total += prompt + creation + completion
+            running.append(total)
+        for call, position in zip(calls, call_message, strict=True):
+            if position is not None:
+                call.cumulative_tokens = running[position]
+        return True
+
+    def totals(self, final_metrics: Any, warnings: list[str]) -> SessionTotals:
         """Session totals from ``final_metrics``, unless it double-counts repeated usage.
 
         When the totals are the per-message sums, ``output_tokens_placeholder`` tells
         whether their completion counts are stream placeholders (see
         :func:`_placeholder_verdict`).
         """
+        message_tokens, message_costs, naive = self.tokens, self.costs, self.naive
         distinct: SessionTotals | None = None
         if message_tokens:
             prompt, creation, completion, cached = (
@@ -665,11 +683,11 @@ class _TrajectoryParser:
                 else None
             )
             distinct.output_tokens_placeholder, distinct.output_tokens_note = _placeholder_verdict(
-                message_shape or [], completion, stated, naive[1]
+                self.shape, completion, stated, naive[1]
             )
         if not isinstance(final_metrics, dict):
             if distinct is not None:
-                self.warnings.append("no final_metrics: totals summed over distinct messages")
+                warnings.append("no final_metrics: totals summed over distinct messages")
                 return distinct
             return SessionTotals()
 
