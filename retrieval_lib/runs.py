@@ -673,68 +673,15 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
             warnings=warnings,
         )
 
-    raw_task = _text(data.get("task_name"))
-    task_name = canonical_task_name(raw_task) if raw_task is not None else None
-    if raw_task is None:
-        raw_task = _trial_folder_task(trial_dir)
-        task_name = canonical_task_name(raw_task)
-        warnings.append("result.json has no task_name; using the trial folder name")
-    elif (why := _unusable_task_name(task_name or "")) is not None:
-        task_name = canonical_task_name(_trial_folder_task(trial_dir))
-        warnings.append(
-            f"result.json task_name {describe_value(raw_task)} {why}, so it cannot name a task "
-            f"folder; using the trial folder name {task_name!r}"
-        )
+    raw_task, task_name = _task_names(data, trial_dir, warnings)
     trial_name = _text(data.get("trial_name")) or trial_dir.name
 
-    model = _text(_get(data, "config", "agent", "model_name"))
-    if model is not None:
-        model = model.split("/", 1)[1] if model.startswith("anthropic/") else model
-    else:
-        model = _text(_get(data, "agent_info", "model_info", "name"))
-    version = _text(_get(data, "agent_info", "version"))
-    if version is not None and version.strip().lower() == "unknown":
-        version = None
+    model, version = _model_and_version(data)
 
     exception_type = _exception_type(data.get("exception_info"), warnings)
 
-    reward = _checked_number(
-        _get(data, "verifier_result", "rewards", "reward"),
-        "result.json verifier_result.rewards.reward",
-        warnings,
-    )
-    if reward is None:
-        reward = _reward_from_file(trial_dir)
-        if reward is not None:
-            warnings.append("result.json has no reward; reward taken from verifier/reward.txt")
-        elif exception_type is None:
-            # An errored trial often has no verdict; a finished one should have one.
-            warnings.append("no reward recorded (result.json nor verifier/reward.txt)")
-    if reward is not None and abs(reward) > _MAX_PLAUSIBLE_REWARD:
-        warnings.append(f"reward {reward:g} is absurd (beyond ±{_MAX_PLAUSIBLE_REWARD:g}); ignored")
-        reward = None
-    elif reward is not None and not 0.0 <= reward <= 1.0:
-        warnings.append(f"reward {reward:g} lies outside [0, 1]")
-
-    agent_start = _checked_time(
-        _get(data, "agent_execution", "started_at"),
-        "result.json agent_execution.started_at",
-        warnings,
-    )
-    agent_end = _checked_time(
-        _get(data, "agent_execution", "finished_at"),
-        "result.json agent_execution.finished_at",
-        warnings,
-    )
-    start_moment, end_moment = parse_iso_time(agent_start), parse_iso_time(agent_end)
-    seconds = None
-    if start_moment is not None and end_moment is not None:
-        seconds = (end_moment - start_moment).total_seconds()
-        if seconds < 0:
-            warnings.append(
-                "result.json agent_execution.finished_at is before its started_at; duration unknown"
-            )
-            seconds = None
+    reward = _checked_reward(data, trial_dir, exception_type, warnings)
+    agent_start, seconds = _agent_timing(data, warnings)
 
     agent_result = data.get("agent_result")
     counts = {
@@ -769,6 +716,85 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
         has_result_json=True,
         warnings=warnings,
     )
+
+
+def _task_names(
+    data: dict[str, Any], trial_dir: Path, warnings: list[str]
+) -> tuple[str, str | None]:
+    """The raw and canonical task name, from ``task_name`` or else the trial folder."""
+    raw_task = _text(data.get("task_name"))
+    task_name = canonical_task_name(raw_task) if raw_task is not None else None
+    if raw_task is None:
+        raw_task = _trial_folder_task(trial_dir)
+        task_name = canonical_task_name(raw_task)
+        warnings.append("result.json has no task_name; using the trial folder name")
+    elif (why := _unusable_task_name(task_name or "")) is not None:
+        task_name = canonical_task_name(_trial_folder_task(trial_dir))
+        warnings.append(
+            f"result.json task_name {describe_value(raw_task)} {why}, so it cannot name a task "
+            f"folder; using the trial folder name {task_name!r}"
+        )
+    return raw_task, task_name
+
+
+def _model_and_version(data: dict[str, Any]) -> tuple[str | None, str | None]:
+    model = _text(_get(data, "config", "agent", "model_name"))
+    if model is not None:
+        model = model.split("/", 1)[1] if model.startswith("anthropic/") else model
+    else:
+        model = _text(_get(data, "agent_info", "model_info", "name"))
+    version = _text(_get(data, "agent_info", "version"))
+    if version is not None and version.strip().lower() == "unknown":
+        version = None
+    return model, version
+
+
+def _checked_reward(
+    data: dict[str, Any], trial_dir: Path, exception_type: str | None, warnings: list[str]
+) -> float | None:
+    """The reward from ``result.json``, else ``verifier/reward.txt``; absurd ones dropped."""
+    reward = _checked_number(
+        _get(data, "verifier_result", "rewards", "reward"),
+        "result.json verifier_result.rewards.reward",
+        warnings,
+    )
+    if reward is None:
+        reward = _reward_from_file(trial_dir)
+        if reward is not None:
+            warnings.append("result.json has no reward; reward taken from verifier/reward.txt")
+        elif exception_type is None:
+            # An errored trial often has no verdict; a finished one should have one.
+            warnings.append("no reward recorded (result.json nor verifier/reward.txt)")
+    if reward is not None and abs(reward) > _MAX_PLAUSIBLE_REWARD:
+        warnings.append(f"reward {reward:g} is absurd (beyond ±{_MAX_PLAUSIBLE_REWARD:g}); ignored")
+        reward = None
+    elif reward is not None and not 0.0 <= reward <= 1.0:
+        warnings.append(f"reward {reward:g} lies outside [0, 1]")
+    return reward
+
+
+def _agent_timing(data: dict[str, Any], warnings: list[str]) -> tuple[str | None, float | None]:
+    """The agent's start time and its run time in seconds (``None`` when negative)."""
+    agent_start = _checked_time(
+        _get(data, "agent_execution", "started_at"),
+        "result.json agent_execution.started_at",
+        warnings,
+    )
+    agent_end = _checked_time(
+        _get(data, "agent_execution", "finished_at"),
+        "result.json agent_execution.finished_at",
+        warnings,
+    )
+    start_moment, end_moment = parse_iso_time(agent_start), parse_iso_time(agent_end)
+    seconds = None
+    if start_moment is not None and end_moment is not None:
+        seconds = (end_moment - start_moment).total_seconds()
+        if seconds < 0:
+            warnings.append(
+                "result.json agent_execution.finished_at is before its started_at; duration unknown"
+            )
+            seconds = None
+    return agent_start, seconds
 
 
 # --------------------------------------------------------------------------- task folders
