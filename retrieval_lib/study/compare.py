@@ -625,6 +625,60 @@ def _letters(n: int) -> list[str]:
     return out
 
 
+def _family_means(
+    wide: pd.DataFrame, families: list[str], metric: str, n_boot: int, seed: int, alpha: float
+) -> list[dict[str, Any]]:
+    """Each family's mean over the complete tasks, with its bootstrap CI (from n = 2)."""
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+
+    out: list[dict[str, Any]] = []
+    for family in families:
+        values = wide[family].to_numpy(dtype=float) if family in wide else np.array([])
+        low = high = math.nan
+        if values.size >= 2:
+            low, high = bootstrap_mean_ci(values, n_boot=n_boot, seed=seed, alpha=alpha)
+        out.append(
+            {
+                "config_family": family,
+                "metric": metric,
+                "n": int(values.size),
+                "mean": float(values.mean()) if values.size else math.nan,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    return out
+
+
+def _mark_winners(
+    rows: pd.DataFrame, pairs: pd.DataFrame, letters: dict[str, str], alpha: float
+) -> None:
+    """The ranx-style marks: letters of the families each is significantly above, and best."""
+    significant = (
+        pairs[pairs["tested"].astype(bool) & (pairs["p_holm"] < alpha)]
+        if not pairs.empty
+        else pairs
+    )
+    higher: dict[tuple[str, str], list[str]] = {}
+    for rec in significant.to_dict("records"):
+        winner, loser = (rec["B"], rec["A"]) if rec["mean_delta"] > 0 else (rec["A"], rec["B"])
+        if rec["mean_delta"] == 0:
+            continue
+        higher.setdefault((winner, rec["dv"]), []).append(letters[loser])
+    rows["higher_than"] = [
+        ",".join(sorted(higher.get((f, m), [])))
+        for f, m in zip(rows["config_family"], rows["metric"], strict=True)
+    ]
+    best = rows.groupby("metric")["mean"].transform("max")
+    rows["best"] = rows["mean"].notna() & (rows["mean"] == best)
+
+
+def _stacked(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    return (
+        pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    )
+
+
 def compare_families(
     trials: pd.DataFrame,
     metrics: Sequence[str],
@@ -660,7 +714,6 @@ def compare_families(
         pairwise_wilcoxon,
     )
     from retrieval_lib.stats.multiple import holm
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
 
     metrics = [m for m in dict.fromkeys(metrics) if m in trials.columns]
     reward = pd.to_numeric(trials["reward"], errors="coerce")
@@ -673,7 +726,7 @@ def compare_families(
         families = sorted(sub["config_family"].astype(str).unique())
         letters = dict(zip(families, _letters(len(families)), strict=True))
         model_pairs = []
-        model_rows = []
+        model_rows: list[dict[str, Any]] = []
         for metric in metrics:
             omnibus.append(
                 friedman(sub, metric, "config_family", "task_name", min_n=min_pairs).assign(
@@ -686,23 +739,10 @@ def compare_families(
                 ).assign(model=model)
             )
             wide, _ = complete_blocks(sub, metric, "config_family", "task_name")
-            for family in families:
-                values = wide[family].to_numpy(dtype=float) if family in wide else np.array([])
-                low = high = math.nan
-                if values.size >= 2:
-                    low, high = bootstrap_mean_ci(values, n_boot=n_boot, seed=seed, alpha=alpha)
-                model_rows.append(
-                    {
-                        "model": model,
-                        "letter": letters[family],
-                        "config_family": family,
-                        "metric": metric,
-                        "n": int(values.size),
-                        "mean": float(values.mean()) if values.size else math.nan,
-                        "ci_low": low,
-                        "ci_high": high,
-                    }
-                )
+            model_rows.extend(
+                {"model": model, "letter": letters[row["config_family"]], **row}
+                for row in _family_means(wide, families, metric, n_boot, seed, alpha)
+            )
         pairs = pd.concat(model_pairs, ignore_index=True) if model_pairs else pd.DataFrame()
         if not pairs.empty:
             pairs["p_holm"] = holm(pairs["wilcoxon_p"].to_numpy(dtype=float))
@@ -710,23 +750,7 @@ def compare_families(
         rows = pd.DataFrame(model_rows)
         if rows.empty:
             continue
-        significant = (
-            pairs[pairs["tested"].astype(bool) & (pairs["p_holm"] < alpha)]
-            if not pairs.empty
-            else pairs
-        )
-        higher: dict[tuple[str, str], list[str]] = {}
-        for rec in significant.to_dict("records"):
-            winner, loser = (rec["B"], rec["A"]) if rec["mean_delta"] > 0 else (rec["A"], rec["B"])
-            if rec["mean_delta"] == 0:
-                continue
-            higher.setdefault((winner, rec["dv"]), []).append(letters[loser])
-        rows["higher_than"] = [
-            ",".join(sorted(higher.get((f, m), [])))
-            for f, m in zip(rows["config_family"], rows["metric"], strict=True)
-        ]
-        best = rows.groupby("metric")["mean"].transform("max")
-        rows["best"] = rows["mean"].notna() & (rows["mean"] == best)
+        _mark_winners(rows, pairs, letters, alpha)
         table_rows.append(rows)
     columns = [
         "model",
@@ -740,21 +764,9 @@ def compare_families(
         "best",
         "higher_than",
     ]
-    table = (
-        pd.concat(table_rows, ignore_index=True)[columns]
-        if table_rows
-        else pd.DataFrame(columns=columns)
-    )
-    fried = (
-        pd.concat(omnibus, ignore_index=True)[["model", *FRIEDMAN_COLUMNS]]
-        if omnibus
-        else pd.DataFrame(columns=["model", *FRIEDMAN_COLUMNS])
-    )
-    pair_table = (
-        pd.concat(posthoc, ignore_index=True)[["model", *PAIRWISE_COLUMNS]]
-        if posthoc
-        else pd.DataFrame(columns=["model", *PAIRWISE_COLUMNS])
-    )
+    table = _stacked(table_rows, columns)
+    fried = _stacked(omnibus, ["model", *FRIEDMAN_COLUMNS])
+    pair_table = _stacked(posthoc, ["model", *PAIRWISE_COLUMNS])
     return FamilyComparison(
         table=table,
         friedman=fried,
