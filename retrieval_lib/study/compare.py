@@ -625,6 +625,21 @@ def _letters(n: int) -> list[str]:
     return out
 
 
+#: Columns of the ranx-style table of :func:`compare_families`.
+_TABLE_COLUMNS = [
+    "model",
+    "letter",
+    "config_family",
+    "metric",
+    "n",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "best",
+    "higher_than",
+]
+
+
 def _family_means(
     wide: pd.DataFrame, families: list[str], metric: str, n_boot: int, seed: int, alpha: float
 ) -> list[dict[str, Any]]:
@@ -752,19 +767,7 @@ def compare_families(
             continue
         _mark_winners(rows, pairs, letters, alpha)
         table_rows.append(rows)
-    columns = [
-        "model",
-        "letter",
-        "config_family",
-        "metric",
-        "n",
-        "mean",
-        "ci_low",
-        "ci_high",
-        "best",
-        "higher_than",
-    ]
-    table = _stacked(table_rows, columns)
+    table = _stacked(table_rows, _TABLE_COLUMNS)
     fried = _stacked(omnibus, ["model", *FRIEDMAN_COLUMNS])
     pair_table = _stacked(posthoc, ["model", *PAIRWISE_COLUMNS])
     return FamilyComparison(
