@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -46,6 +46,9 @@ from retrieval_lib.events.study_rows import (
 from retrieval_lib.events.study_rows import document_values as _document_values
 from retrieval_lib.metrics.stages import DEFAULT_K, normalize_k
 from retrieval_lib.study.families import config_families
+
+if TYPE_CHECKING:
+    from retrieval_lib.runs import LeftOut
 
 __all__ = [
     "DOCUMENT_COLUMNS",
@@ -319,62 +322,17 @@ def prepare_runs(
     InputError
         A path does not exist, or holds neither runs nor evaluated outputs.
     """
-    from retrieval_lib.metrics.summary import EvaluateResult, find_events_roots
+    from retrieval_lib.metrics.summary import EvaluateResult
     from retrieval_lib.normalize import check_tasks_root
-    from retrieval_lib.runs import LeftOut, discover_runs
+    from retrieval_lib.runs import LeftOut
 
     say = log or (lambda _line: None)
     check_tasks_root(tasks_root)
     prepared = PreparedRuns()
     left_out = LeftOut()
-    raw_runs: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise InputError(f"no such run folder: {path}")
-        runs = discover_runs([path.resolve()], left_out)
-        if runs:
-            raw_runs.extend(r for r in runs if r not in raw_runs)
-            continue
-        try:
-            roots = find_events_roots([path])
-        except InputError:
-            raise InputError(
-                f"{path} holds neither run folders with trials nor evaluated runs "
-                "(retrieval_events/ with a metrics table)"
-            ) from None
-        for root in roots:
-            if not _is_evaluated(root, full=verify):
-                from retrieval_lib.completion import check_evaluated
-
-                check_evaluated(root)  # names what is incomplete or changed, if anything
-                raise InputError(f"{root} is not evaluated: run `retrieval-lib evaluate {root}`")
-            prepared.given.append(str(root))
-            prepared.events_dirs.append(root)
-
+    raw_runs = _sort_given(paths, verify, prepared, left_out)
     out_root = Path(out) if out is not None else None
-    stale: list[tuple[Path, Path, str]] = []
-    tasks_digest = (
-        tasks_fingerprint(Path(tasks_root)) if tasks_root is not None and raw_runs else None
-    )
-    listings: dict[Path, str] = {}
-    for run in sorted(raw_runs):
-        events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
-        measure = input_fingerprint if verify else listing_fingerprint
-        key = "fingerprint" if verify else "listing"
-        found = measure(run, _path(tasks_root), k, tasks_digest=tasks_digest)
-        if _is_evaluated(events_dir, full=verify) and _read_fingerprint(events_dir, key) == found:
-            prepared.reused.append(run.name)
-            prepared.events_dirs.append(events_dir)
-            continue
-        # redone: both fingerprints as they are before the run is read
-        listings[run] = (
-            listing_fingerprint(run, _path(tasks_root), k, tasks_digest=tasks_digest)
-            if verify
-            else found
-        )
-        full = input_fingerprint(run, _path(tasks_root), k, tasks_digest=tasks_digest)
-        stale.append((run, events_dir, full))
+    stale, listings = _stale_runs(raw_runs, _path(tasks_root), out_root, k, verify, prepared)
     if prepared.reused:
         say(f"up to date, reused: {', '.join(prepared.reused)}")
     if stale:
@@ -408,6 +366,74 @@ def prepare_runs(
     if not prepared.events_dirs:
         raise InputError("no evaluated run to study under " + ", ".join(map(str, paths)))
     return prepared
+
+
+def _sort_given(
+    paths: Sequence[str | os.PathLike[str]],
+    verify: bool,
+    prepared: PreparedRuns,
+    left_out: LeftOut,
+) -> list[Path]:
+    """The raw runs found under ``paths``; evaluated folders given go into ``prepared``."""
+    from retrieval_lib.metrics.summary import find_events_roots
+    from retrieval_lib.runs import discover_runs
+
+    raw_runs: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError(f"no such run folder: {path}")
+        runs = discover_runs([path.resolve()], left_out)
+        if runs:
+            raw_runs.extend(r for r in runs if r not in raw_runs)
+            continue
+        try:
+            roots = find_events_roots([path])
+        except InputError:
+            raise InputError(
+                f"{path} holds neither run folders with trials nor evaluated runs "
+                "(retrieval_events/ with a metrics table)"
+            ) from None
+        for root in roots:
+            if not _is_evaluated(root, full=verify):
+                from retrieval_lib.completion import check_evaluated
+
+                check_evaluated(root)  # names what is incomplete or changed, if anything
+                raise InputError(f"{root} is not evaluated: run `retrieval-lib evaluate {root}`")
+            prepared.given.append(str(root))
+            prepared.events_dirs.append(root)
+    return raw_runs
+
+
+def _stale_runs(
+    raw_runs: list[Path],
+    tasks_root: Path | None,
+    out_root: Path | None,
+    k: Sequence[int],
+    verify: bool,
+    prepared: PreparedRuns,
+) -> tuple[list[tuple[Path, Path, str]], dict[Path, str]]:
+    """Runs to redo, each with its events folder and full input fingerprint, and their
+    listing fingerprints; the runs up to date go into ``prepared`` as reused."""
+    stale: list[tuple[Path, Path, str]] = []
+    tasks_digest = tasks_fingerprint(tasks_root) if tasks_root is not None and raw_runs else None
+    listings: dict[Path, str] = {}
+    for run in sorted(raw_runs):
+        events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
+        measure = input_fingerprint if verify else listing_fingerprint
+        key = "fingerprint" if verify else "listing"
+        found = measure(run, tasks_root, k, tasks_digest=tasks_digest)
+        if _is_evaluated(events_dir, full=verify) and _read_fingerprint(events_dir, key) == found:
+            prepared.reused.append(run.name)
+            prepared.events_dirs.append(events_dir)
+            continue
+        # redone: both fingerprints as they are before the run is read
+        listings[run] = (
+            listing_fingerprint(run, tasks_root, k, tasks_digest=tasks_digest) if verify else found
+        )
+        full = input_fingerprint(run, tasks_root, k, tasks_digest=tasks_digest)
+        stale.append((run, events_dir, full))
+    return stale, listings
 
 
 #: Why a run that gave no document was not evaluated.
