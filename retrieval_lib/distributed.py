@@ -260,8 +260,6 @@ def evaluate_split_runs(
     """
     from distributed import as_completed
 
-    from retrieval_lib.completion import remove_orphaned_temporaries
-    from retrieval_lib.errors import RetrievalLibError
     from retrieval_lib.metrics.summary import evaluate_document_files
 
     client = mapper.client
@@ -277,40 +275,12 @@ def evaluate_split_runs(
             entry = next(stream, None)
             if entry is None:
                 return
-            key, events_dir, doc_paths = entry
-            spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
-            futures = [client.submit(fn, doc_paths[a:b], pure=False) for a, b in spans]
-            mapper.last_tasks += len(futures)
-            span_of = {f.key: span for f, span in zip(futures, spans, strict=True)}
-            run = _SplitRun(
-                key,
-                events_dir,
-                doc_paths,
-                spans,
-                futures,
-                span_of,
-                time.perf_counter(),
-                {},
-                len(spans),
-            )
-            open_runs[key] = run
-            for future in futures:
+            run = _submit_batches(client, fn, entry, size)
+            mapper.last_tasks += len(run.futures)
+            open_runs[run.key] = run
+            for future in run.futures:
                 owner[future.key] = run
                 completed.add(future)
-
-    def finish(run: _SplitRun) -> None:
-        # the records stay on the workers: the failed batches are replaced in the driver
-        parts = [
-            [_failed_evaluation(p, run.errors[f.key]) for p in run.doc_paths[a:b]]
-            if f.key in run.errors
-            else f
-            for f, (a, b) in zip(run.futures, run.spans, strict=True)
-        ]
-        run.finish = client.submit(
-            _write_outputs, run.events_dir, run.doc_paths, *parts, pure=False
-        )
-        owner[run.finish.key] = run
-        completed.add(run.finish)
 
     try:
         start()
@@ -324,20 +294,12 @@ def evaluate_split_runs(
                     on_done(b - a)
                 run.left -= 1
                 if run.left == 0:
-                    finish(run)
+                    run.finish = _submit_last_task(client, run)
+                    owner[run.finish.key] = run
+                    completed.add(run.finish)
                 continue
             del open_runs[run.key]
-            try:
-                result: EvaluateResult | str = future.result()
-            except Exception as exc:  # e.g. KilledWorker: this run failed, the others go on
-                result = str(exc) if isinstance(exc, RetrievalLibError) else task_failure(exc)
-            finally:
-                future.release()
-                for part in run.futures:
-                    part.release()
-            if not isinstance(result, str):
-                remove_orphaned_temporaries([result.events_dir])
-                result = replace(result, seconds=time.perf_counter() - run.started)
+            result = _run_result(future, run)
             start()
             yield run.key, result
     finally:
@@ -345,6 +307,50 @@ def evaluate_split_runs(
             for future in [*run.futures, run.finish]:
                 if future is not None:
                     future.cancel()
+
+
+def _submit_batches(
+    client: Any, fn: Callable[..., Any], entry: tuple[Any, Path, Sequence[Path]], size: int
+) -> _SplitRun:
+    """One run's documents submitted in batches of ``size``, one task each."""
+    key, events_dir, doc_paths = entry
+    spans = [(a, min(len(doc_paths), a + size)) for a in range(0, len(doc_paths), size)]
+    futures = [client.submit(fn, doc_paths[a:b], pure=False) for a, b in spans]
+    span_of = {f.key: span for f, span in zip(futures, spans, strict=True)}
+    return _SplitRun(
+        key, events_dir, doc_paths, spans, futures, span_of, time.perf_counter(), {}, len(spans)
+    )
+
+
+def _submit_last_task(client: Any, run: _SplitRun) -> Any:
+    """The task writing the run's summary and table from its batches' records."""
+    # the records stay on the workers: the failed batches are replaced in the driver
+    parts = [
+        [_failed_evaluation(p, run.errors[f.key]) for p in run.doc_paths[a:b]]
+        if f.key in run.errors
+        else f
+        for f, (a, b) in zip(run.futures, run.spans, strict=True)
+    ]
+    return client.submit(_write_outputs, run.events_dir, run.doc_paths, *parts, pure=False)
+
+
+def _run_result(future: Any, run: _SplitRun) -> EvaluateResult | str:
+    """The result of a run's last task (a string: why it failed); its futures released."""
+    from retrieval_lib.completion import remove_orphaned_temporaries
+    from retrieval_lib.errors import RetrievalLibError
+
+    try:
+        result: EvaluateResult | str = future.result()
+    except Exception as exc:  # e.g. KilledWorker: this run failed, the others go on
+        result = str(exc) if isinstance(exc, RetrievalLibError) else task_failure(exc)
+    finally:
+        future.release()
+        for part in run.futures:
+            part.release()
+    if not isinstance(result, str):
+        remove_orphaned_temporaries([result.events_dir])
+        result = replace(result, seconds=time.perf_counter() - run.started)
+    return result
 
 
 def _failed_evaluation(doc_path: Any, exc: BaseException) -> tuple[None, str]:
