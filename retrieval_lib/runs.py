@@ -16,6 +16,11 @@ In the archived layout the config name is taken from the job name's last ``_`` p
 that part begins with the group folder's name (``ccb_test_<task>_mcp-remote-direct`` under
 ``mcp/`` gives ``mcp-remote-direct``, the name the batch layout uses), else it is the group
 folder's name (``baseline``/``mcp``).
+
+Why one module of this length: discovery, ``result.json`` reading and task lookup share
+what a trial folder is (the ``result.json`` loader decides whether a folder is a trial)
+and the task-name canonicalisation; about half of it is the checked reading of
+``result.json``, one warning per field that can be wrong.
 """
 
 from __future__ import annotations

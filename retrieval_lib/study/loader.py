@@ -15,6 +15,10 @@ document. :func:`read_evaluated` reads evaluated runs into the tables of a
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
+
+Why one module of this length: the up-to-date check and the readers follow the same files
+of an evaluated run (completion record, metrics table, study tables), and a change to one
+of those files must change both.
 """
 
 from __future__ import annotations

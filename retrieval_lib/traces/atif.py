@@ -23,6 +23,11 @@ In these trajectories ``prompt_tokens`` is ``input_tokens + cache_read_input_tok
 created 6729 cache tokens), so the tokens of one message are
 ``prompt_tokens + cache_creation_input_tokens + completion_tokens``, the same quantity as the
 transcript's ``input + cache_creation + cache_read + output``.
+
+Why one module of this length: the step reader, the subagent resolution (contained paths,
+cycles, depth) and the token accounting above are one format's rules sharing its
+coercions and per-message model; the helpers both trace parsers use live in
+:mod:`retrieval_lib.traces.stream_json`.
 """
 
 from __future__ import annotations
