@@ -43,7 +43,13 @@ from retrieval_lib.errors import InputError, UnsupportedSchemaVersion
 from retrieval_lib.io import finite_number, lies_outside, parse_iso_time
 from retrieval_lib.safe_text import describe_value
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
-from retrieval_lib.traces.stream_json import content_text, loads_repaired, read_trace_bytes
+from retrieval_lib.traces.stream_json import (
+    content_text,
+    loads_repaired,
+    read_trace_bytes,
+    token_count,
+    token_count_or_none,
+)
 
 __all__ = ["UnsupportedATIFVersion", "parse_atif"]
 
@@ -53,22 +59,6 @@ _MAX_SUBAGENT_DEPTH = 8
 
 class UnsupportedATIFVersion(InputError, UnsupportedSchemaVersion):
     """A trajectory declares an ATIF major version other than 1."""
-
-
-#: Token counts at or above this are not believed (no session spends 2**53 tokens); it
-#: keeps every running total within the 64-bit integers the document writer stores.
-_MAX_TOKENS = 2**53
-
-
-def _count(value: Any) -> int:
-    """A token count where absent, non-integer or impossible counts as 0 (``bool`` is not
-    a count)."""
-    return value if type(value) is int and 0 <= value < _MAX_TOKENS else 0
-
-
-def _as_int(value: Any) -> int | None:
-    """An integer token count, or ``None`` when absent, not an integer or impossible."""
-    return value if type(value) is int and 0 <= value < _MAX_TOKENS else None
 
 
 def _object(mapping: dict[str, Any], key: str) -> dict[str, Any]:
@@ -609,14 +599,14 @@ class _MessageUsage:
     def add(self, metrics: dict[str, Any], number: int, warnings: list[str]) -> int:
         """Take one agent step's metrics; the position of the message it belongs to."""
         metrics_extra = _object(metrics, "extra")
-        prompt = _count(metrics.get("prompt_tokens"))
-        completion = _count(metrics.get("completion_tokens"))
-        cached = _count(metrics.get("cached_tokens"))
-        creation = _count(metrics_extra.get("cache_creation_input_tokens"))
+        prompt = token_count(metrics.get("prompt_tokens"))
+        completion = token_count(metrics.get("completion_tokens"))
+        cached = token_count(metrics.get("cached_tokens"))
+        creation = token_count(metrics_extra.get("cache_creation_input_tokens"))
         self.naive[0] += prompt
         self.naive[1] += completion
         cache_read = metrics_extra.get("cache_read_input_tokens")
-        if cache_read is not None and _as_int(cache_read) is None:
+        if cache_read is not None and token_count_or_none(cache_read) is None:
             # a list, an object, a negative or absurd number: this field only is lost
             warnings.append(
                 f"step #{number} metrics.extra.cache_read_input_tokens is "
@@ -683,7 +673,7 @@ class _MessageUsage:
                 source="trajectory.steps(deduplicated)",
             )
             stated = (
-                _as_int(final_metrics.get("total_completion_tokens"))
+                token_count_or_none(final_metrics.get("total_completion_tokens"))
                 if isinstance(final_metrics, dict)
                 else None
             )
@@ -696,8 +686,8 @@ class _MessageUsage:
                 return distinct
             return SessionTotals()
 
-        prompt_total = _as_int(final_metrics.get("total_prompt_tokens"))
-        completion_total = _as_int(final_metrics.get("total_completion_tokens"))
+        prompt_total = token_count_or_none(final_metrics.get("total_prompt_tokens"))
+        completion_total = token_count_or_none(final_metrics.get("total_completion_tokens"))
         if (
             distinct is not None
             and [prompt_total, completion_total] == naive
@@ -707,8 +697,8 @@ class _MessageUsage:
             return distinct
 
         extra = _object(final_metrics, "extra")
-        cached_total = _as_int(final_metrics.get("total_cached_tokens"))
-        creation_total = _as_int(extra.get("total_cache_creation_input_tokens"))
+        cached_total = token_count_or_none(final_metrics.get("total_cached_tokens"))
+        creation_total = token_count_or_none(extra.get("total_cache_creation_input_tokens"))
         parts = [p for p in (prompt_total, creation_total, completion_total) if p is not None]
         return SessionTotals(
             input_tokens=prompt_total - cached_total

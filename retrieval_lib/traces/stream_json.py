@@ -31,7 +31,14 @@ from retrieval_lib.errors import InputError
 from retrieval_lib.io import NotRegularFileError, lies_outside, read_regular_bytes
 from retrieval_lib.traces.model import ParsedTrace, SessionTotals, ToolCall
 
-__all__ = ["content_text", "loads_repaired", "parse_stream_json", "read_trace_bytes"]
+__all__ = [
+    "content_text",
+    "loads_repaired",
+    "parse_stream_json",
+    "read_trace_bytes",
+    "token_count",
+    "token_count_or_none",
+]
 
 #: Per-line warnings beyond this many are summarised in one line.
 _MAX_LINE_WARNINGS = 20
@@ -140,8 +147,14 @@ def _collect_texts(blocks: list[Any], texts: list[str], depth: int) -> None:
                     _collect_texts(inner, texts, depth + 1)
 
 
-def _as_int(value: Any) -> int | None:
-    """An integer token count, or ``None`` when absent, not an integer or impossible."""
+def token_count_or_none(value: Any) -> int | None:
+    """An integer token count, or ``None`` when absent, not an integer or impossible.
+
+    Examples
+    --------
+    >>> token_count_or_none(12), token_count_or_none(True), token_count_or_none(-1)
+    (12, None, None)
+    """
     return value if type(value) is int and 0 <= value < _MAX_TOKENS else None
 
 
@@ -150,9 +163,14 @@ def _as_int(value: Any) -> int | None:
 _MAX_TOKENS = 2**53
 
 
-def _count(value: Any) -> int:
-    """A token count where absent, non-integer or impossible counts as 0 (``bool`` is not
-    a count)."""
+def token_count(value: Any) -> int:
+    """A token count where absent, non-integer or impossible counts as 0.
+
+    Examples
+    --------
+    >>> token_count(12), token_count(True), token_count(2**53), token_count(None)
+    (12, 0, 0, 0)
+    """
     return value if type(value) is int and 0 <= value < _MAX_TOKENS else 0
 
 
@@ -408,7 +426,7 @@ class _Transcript:
             and any(type(usage.get(name)) is int for name in _USAGE_FIELDS)
         ):
             self.last_usage[position] = usage
-            counts = [_count(usage.get(name)) for name in _USAGE_FIELDS]
+            counts = [token_count(usage.get(name)) for name in _USAGE_FIELDS]
             known = message_usage[position]
             if known is None:
                 message_usage[position] = counts
@@ -671,7 +689,7 @@ def _totals_from_result(result: dict[str, Any]) -> SessionTotals:
             setattr(
                 totals,
                 attribute,
-                _sum_present([_as_int(usage.get(source_name)) for usage in per_model]),
+                _sum_present([token_count_or_none(usage.get(source_name)) for usage in per_model]),
             )
         model_cost = _sum_present(
             [
@@ -687,10 +705,12 @@ def _totals_from_result(result: dict[str, Any]) -> SessionTotals:
         usage = result.get("usage")
         model_cost = None
         if isinstance(usage, dict):
-            totals.input_tokens = _as_int(usage.get("input_tokens"))
-            totals.output_tokens = _as_int(usage.get("output_tokens"))
-            totals.cache_read_tokens = _as_int(usage.get("cache_read_input_tokens"))
-            totals.cache_creation_tokens = _as_int(usage.get("cache_creation_input_tokens"))
+            totals.input_tokens = token_count_or_none(usage.get("input_tokens"))
+            totals.output_tokens = token_count_or_none(usage.get("output_tokens"))
+            totals.cache_read_tokens = token_count_or_none(usage.get("cache_read_input_tokens"))
+            totals.cache_creation_tokens = token_count_or_none(
+                usage.get("cache_creation_input_tokens")
+            )
             totals.source = "transcript.result.usage"
     totals.total_tokens = _sum_present(
         [
@@ -708,7 +728,7 @@ def _totals_from_result(result: dict[str, Any]) -> SessionTotals:
     duration_ms = result.get("duration_ms")
     if isinstance(duration_ms, (int, float)) and not isinstance(duration_ms, bool):
         totals.duration_seconds = duration_ms / 1000.0
-    totals.num_turns = _as_int(result.get("num_turns"))
+    totals.num_turns = token_count_or_none(result.get("num_turns"))
     if totals.source is None:
         totals.source = "transcript.result"
     return totals
