@@ -680,14 +680,10 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
 
     raw_task, task_name = _task_names(data, trial_dir, warnings)
     trial_name = _text(data.get("trial_name")) or trial_dir.name
-
     model, version = _model_and_version(data)
-
     exception_type = _exception_type(data.get("exception_info"), warnings)
-
     reward = _checked_reward(data, trial_dir, exception_type, warnings)
     agent_start, seconds = _agent_timing(data, warnings)
-
     agent_result = data.get("agent_result")
     counts = {
         name: _checked_count(_get(agent_result, name), f"result.json agent_result.{name}", warnings)
