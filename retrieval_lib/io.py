@@ -84,13 +84,6 @@ def dumps_json(value: Any, *, ndigits: int | None = None, indent: int | None = 2
     )
 
 
-@functools.lru_cache(maxsize=1)
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 #: Longest file name (in bytes) the usual file systems (ext4, XFS, btrfs, tmpfs) accept.
 NAME_MAX = 255
 _TEMP_TAIL_BYTES = 96  # of a long name, the end kept in its temporary name (its suffixes)

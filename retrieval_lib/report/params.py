@@ -271,8 +271,6 @@ def _param(base: Parameter, **changes: Any) -> Parameter:
     return replace(base, **changes)
 
 
-_OUTPUT_DIR_HELP = "folder that receives the {what} (in tables/); empty: no file is written"
-
 #: The parameters of each shipped notebook, in the order of its ``parameters`` cell.
 SCHEMAS: dict[str, tuple[Parameter, ...]] = {
     "run_analysis": (
