@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import itertools
 import os
 import stat
 import sys
@@ -738,18 +739,19 @@ def normalize_paths(
         bar = tqdm(total=0, unit="trial", file=sys.stderr, leave=False)
     tracker = _RunTracker(report, bar, on_run_done, left_out)
     jobs = tracker.jobs(runs, root, out)
-    try:
+    with contextlib.ExitStack() as stack:
+        if bar is not None:
+            stack.callback(bar.close)
         if map_fn is not None:
             done = map_fn(_normalize_star, jobs)
         else:
-            from retrieval_lib.parallel import imap_unordered
+            from retrieval_lib.parallel import pool_mapper
 
-            done = imap_unordered(_normalize_star, jobs, workers=workers)
+            head = list(itertools.islice(jobs, 2))  # a single trial runs in process
+            mapper = stack.enter_context(pool_mapper(workers if len(head) > 1 else 1))
+            done = mapper.imap_unordered(_normalize_star, itertools.chain(head, jobs))
         for job, output in done:
             tracker.done(job, output)
-    finally:
-        if bar is not None:
-            bar.close()
     report.failures.sort(key=lambda o: o.trial_dir)
     report.left_out = left_out.entries()
     report.seconds = time.perf_counter() - start

@@ -39,32 +39,24 @@ from retrieval_lib.events.study_rows import (
     LIST_COLUMNS,
     STUDY_EVENTS_FILENAME,
     STUDY_TRIALS_FILENAME,
+    document_values,
     event_rows,
-    short_tool_name,
     trial_id_of,
 )
-from retrieval_lib.events.study_rows import document_values as _document_values
 from retrieval_lib.metrics.stages import DEFAULT_K, normalize_k
 from retrieval_lib.study.families import config_families
 
 __all__ = [
-    "DOCUMENT_COLUMNS",
-    "EVENT_COLUMNS",
-    "FINGERPRINT_FILENAME",
     "PreparedRuns",
     "StudyTables",
     "documents_events",
-    "event_rows",
     "input_fingerprint",
     "listing_fingerprint",
     "prepare_runs",
     "read_evaluated",
-    "short_tool_name",
     "tasks_fingerprint",
 ]
 
-#: The study's fingerprint lives in the run's completion record (one file, one mechanism).
-FINGERPRINT_FILENAME = COMPLETION_FILENAME
 #: Task-definition files that ground truth is read from (the rest of a task folder, such
 #: as a repository checkout, does not change the analysis).
 _TASK_FILES = ("task.toml", "instruction.md")
@@ -676,7 +668,7 @@ def _decoded_rows(
             details.append({"trial_id": trial_id, "config_family": family, "_ok": False})
             continue
         details.append(
-            {"trial_id": trial_id, "config_family": family, "_ok": True} | _document_values(doc)
+            {"trial_id": trial_id, "config_family": family, "_ok": True} | document_values(doc)
         )
         event_data.extend(event_rows(doc, trial_id, family))
     return details, pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
