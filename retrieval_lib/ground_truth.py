@@ -54,6 +54,9 @@ Other rules:
 
 Reading paths out of texts (the diffs of sources 4 and 5, the prose of source 6) is
 :mod:`retrieval_lib.task_text`.
+
+Why one module of this length: one short reader per source of the chain above, in its
+order, plus the per-process cache of the chain's result.
 """
 
 from __future__ import annotations

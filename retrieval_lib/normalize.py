@@ -13,6 +13,9 @@ with ``out``, to ``<out>/<run_id>/retrieval_events/<config>/...`` (the same layo
 (:func:`write_left_out`). Nothing else is written; input artifacts are never modified,
 and no output goes through a symlink that leaves the run (or ``out``).
 
+Why one module of this length: one trial's normalisation and the run-level orchestration
+(planning, the pool, removing stale documents) share the trial job and its output record.
+
 Examples
 --------
 >>> from retrieval_lib.normalize import normalize_run  # doctest: +SKIP

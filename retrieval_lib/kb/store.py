@@ -33,6 +33,10 @@ or killed ingest leaves the database exactly as it was. ``PRAGMA user_version`` 
 ``schema_migrations`` table both record the schema version; opening an older store
 applies the missing migrations, each in its own transaction, and a store newer than
 this package is refused.
+
+Why one module of this length: :class:`KBStore` owns the schema, its migrations and every
+query of the store; parts of it split apart would share the same connection and schema
+version.
 """
 
 from __future__ import annotations

@@ -56,6 +56,9 @@ Cut-off larger than the ranking
 Relevant ids never retrieved
     They count in ``R`` (the denominators of recall, F1, AP, R-Prec and the ideal DCG).
 
+Why one module of this length: a metric's definition, its name and its two calling
+conventions stay in one place, over the one kernel in :mod:`retrieval_lib.metrics._kernel`.
+
 Examples
 --------
 >>> scores = evaluate_rankings([["a", "x", "b"], ["y"]], [{"a", "b"}, set()], ["P@2", "AP"])

@@ -53,6 +53,9 @@ Policies (the choices the seed leaves open)
   computable stage a value that cannot exist (context efficiency of an empty ranking, TTFR
   when no relevant file was reached, write probes without writes) is ``null`` beside a
   reason.
+
+Why one module of this length: the four stages of one document share the trace view
+(:class:`TraceView`) and the not-computable reasons; each stage is a few short functions.
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ true: ``run_dir``, ``tasks_root``, ``output_dir``, ``study_manifest``, ``db_path
 resolve against the folder of the parameter file, never against the working directory
 or the output folder (:func:`load_params_file`).
 
+Why one module of this length: about 170 of its lines are :data:`SCHEMAS`, the
+declaration of every notebook parameter (data, not logic), beside the code that checks
+against it.
+
 Examples
 --------
 >>> from retrieval_lib.report.params import NotebookParameter, check_parameters

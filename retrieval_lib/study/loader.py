@@ -15,6 +15,10 @@ document. :func:`read_evaluated` reads evaluated runs into the tables of a
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
+
+Why one module of this length: the fingerprints, the preparation and the reading all
+check the same completion record and run layout; the rows themselves are built in
+:mod:`retrieval_lib.events.study_rows`.
 """
 
 from __future__ import annotations
