@@ -78,7 +78,6 @@ from retrieval_lib.paths import GroundTruthMatcher, normalize_path
 from retrieval_lib.runs import without_lone_surrogates
 from retrieval_lib.safe_text import describe_value
 from retrieval_lib.task_text import (
-    EXTRACTABLE_EXTENSIONS,
     embedded_diffs,
     extract_paths_from_text,
     is_placeholder,
@@ -87,12 +86,9 @@ from retrieval_lib.task_text import (
 
 __all__ = [
     "CONFIDENCE_LEVELS",
-    "EXTRACTABLE_EXTENSIONS",
     "GroundTruth",
-    "extract_paths_from_text",
     "load_ground_truth",
     "load_ground_truth_cached",
-    "parse_unified_diff",
 ]
 
 CONFIDENCE_LEVELS = ("high", "medium", "low")

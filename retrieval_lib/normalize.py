@@ -77,7 +77,6 @@ from retrieval_lib.traces.model import ParsedTrace
 from retrieval_lib.traces.stream_json import parse_stream_json
 
 __all__ = [
-    "EVENTS_DIRNAME",
     "NormalizeReport",
     "TrialOutput",
     "build_document",

@@ -12,12 +12,8 @@ from pathlib import Path
 import pytest
 
 from retrieval_lib.errors import GroundTruthError
-from retrieval_lib.ground_truth import (
-    GroundTruth,
-    extract_paths_from_text,
-    load_ground_truth,
-    parse_unified_diff,
-)
+from retrieval_lib.ground_truth import GroundTruth, load_ground_truth
+from retrieval_lib.task_text import extract_paths_from_text, parse_unified_diff
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TASKS = REPO_ROOT / "tests" / "fixtures" / "tasks"

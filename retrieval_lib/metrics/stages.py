@@ -78,7 +78,6 @@ __all__ = [
     "AGENT_CREATE_TOOLS",
     "DEFAULT_K",
     "METRICS_SCHEMA_VERSION",
-    "METRICS_SUFFIX",
     "TAXONOMY_LABELS",
     "TraceView",
     "candidate_set_size_slice",

@@ -141,8 +141,8 @@ def load_run_data(run_dir: str | Path) -> RunData:
     """
     import json
 
-    from retrieval_lib.events.document import load_documents
-    from retrieval_lib.metrics.summary import EVENTS_DIRNAME, SUMMARY_FILENAME
+    from retrieval_lib.events.document import EVENTS_DIRNAME, load_documents
+    from retrieval_lib.metrics.summary import SUMMARY_FILENAME
     from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 
     path = Path(run_dir)
