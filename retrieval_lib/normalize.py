@@ -36,7 +36,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -476,18 +476,13 @@ def _normalize_one(
     is_latest: bool,
     n_trials: int,
     suffix: str | None,
-    task_index: TaskIndex | None = None,
 ) -> TrialOutput:
-    index = task_index or _task_index(tasks_root)
+    index = _task_index(tasks_root)
     try:
         with _cycle_collector_paused():
             return _normalize_trial(trial, result, index, out_root, is_latest, n_trials, suffix)
-    except RetrievalLibError as exc:
-        return TrialOutput(
-            str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, str(exc)
-        )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
-        error = f"{type(exc).__name__}: {exc}"
+        error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
         return TrialOutput(
             str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, error
         )
@@ -935,15 +930,7 @@ def normalize_trial(
     if trial is None:
         raise InputError(f"{trial_path} is not a trial folder of run {run_path}")
     if config_name is not None:
-        trial = TrialRef(
-            run_dir=trial.run_dir,
-            run_id=trial.run_id,
-            config_name=config_name,
-            batch_timestamp=trial.batch_timestamp,
-            trial_dir=trial.trial_dir,
-            layout=trial.layout,
-            job_name=trial.job_name,
-        )
+        trial = replace(trial, config_name=config_name)
     result = read_trial_result(trial.trial_dir)
     index = TaskIndex(Path(tasks_root)) if tasks_root is not None else None
     task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
