@@ -310,10 +310,7 @@ class _Context:
         self.out = out
         self.writer = writer
         self.seed = seed
-        self.read_span = read_span
-        self.target_bytes = target_bytes or 0
-        self.call_facts = call_facts
-        self.trials = TrialWriter(out, writer, read_span, self.target_bytes, call_facts)
+        self.trials = TrialWriter(out, writer, read_span, target_bytes or 0, call_facts)
 
     # -- runs ----------------------------------------------------------------------------
     def all_runs(
