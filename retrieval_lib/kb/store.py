@@ -69,7 +69,6 @@ __all__ = [
     "MIGRATIONS",
     "Migration",
     "KBStore",
-    "open_store",
     "run_exists_message",
 ]
 
@@ -706,8 +705,3 @@ def _probe(path: Path, *, create: bool) -> None:
             f"{path} is an SQLite database without a knowledge-base schema; only "
             "`retrieval-lib kb ingest` makes a new store"
         )
-
-
-def open_store(path: str | Path, *, create: bool = True) -> KBStore:
-    """Open (and migrate) the store at ``path``; see :class:`KBStore`."""
-    return KBStore(path, create=create)
