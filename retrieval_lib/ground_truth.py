@@ -145,16 +145,6 @@ class GroundTruth:
     warnings: list[str] = field(default_factory=list)
     origin: str | None = None
 
-    @property
-    def has_files(self) -> bool:
-        """Whether any file-level ground truth exists."""
-        return bool(self.files)
-
-    @property
-    def has_chunks(self) -> bool:
-        """Whether line-range (chunk) ground truth exists."""
-        return bool(self.chunks)
-
     def to_dict(self) -> dict[str, Any]:
         """The ``ground_truth`` block of an event document (optional keys only when known)."""
         block: dict[str, Any] = {
@@ -703,7 +693,7 @@ def load_ground_truth(task_dirs: Sequence[Path], *, tasks_root: Path | None = No
     Returns
     -------
     GroundTruth
-        Empty (``has_files`` false, ``source``/``confidence`` ``None``) when no source
+        Empty (no ``files``, ``source``/``confidence`` ``None``) when no source
         yields files; ``warnings`` says what was skipped on the way.
 
     Raises
