@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,11 +105,6 @@ def _task_stats(tasks_root: Path) -> Iterable[tuple[str, int, int]]:
     return found
 
 
-def _code_fingerprint() -> str:
-    """A hash of the package's own code (:func:`retrieval_lib.completion.code_fingerprint`)."""
-    return code_fingerprint()
-
-
 def input_fingerprint(
     run_dir: str | Path,
     tasks_root: str | Path | None,
@@ -136,15 +131,9 @@ def input_fingerprint(
     >>> a == input_fingerprint(run, None)
     False
     """
-    digest = hashlib.sha256()
-    digest.update(
-        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
-    )
-    for rel, size, mtime in _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME):
-        digest.update(f"run {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
-    if tasks_root is not None:
-        digest.update(f"tasks {tasks_digest or tasks_fingerprint(tasks_root)}\n".encode())
-    return digest.hexdigest()
+    walk = _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME)
+    lines = (f"run {rel}\0{size}\0{mtime}\n" for rel, size, mtime in walk)
+    return _fingerprint(lines, tasks_root, k, tasks_digest)
 
 
 def listing_fingerprint(
@@ -173,15 +162,15 @@ def listing_fingerprint(
     >>> a == listing_fingerprint(run, None)
     False
     """
-    digest = hashlib.sha256()
-    digest.update(
-        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
-    )
+    return _fingerprint(_listing_lines(run_dir), tasks_root, k, tasks_digest)
+
+
+def _listing_lines(run_dir: str | Path) -> Iterator[str]:
     try:
         entries = sorted(os.scandir(run_dir), key=lambda e: e.name)
     except OSError as exc:
-        entries = []
-        digest.update(f"unlisted {exc.strerror}\n".encode())
+        yield f"unlisted {exc.strerror}\n"
+        return
     for entry in entries:
         if entry.name == EVENTS_DIRNAME:
             continue
@@ -189,7 +178,22 @@ def listing_fingerprint(
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        line = f"run {entry.name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n"
+        yield f"run {entry.name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n"
+
+
+def _fingerprint(
+    run_lines: Iterable[str],
+    tasks_root: str | Path | None,
+    k: Sequence[int],
+    tasks_digest: str | None,
+) -> str:
+    """The hash of the library (version, code, cut-offs), the run's ``run_lines`` and
+    the task definitions: :func:`input_fingerprint` and :func:`listing_fingerprint`."""
+    digest = hashlib.sha256()
+    digest.update(
+        f"retrieval_lib {__version__} {code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
+    )
+    for line in run_lines:
         digest.update(line.encode("utf-8", "surrogateescape"))
     if tasks_root is not None:
         digest.update(f"tasks {tasks_digest or tasks_fingerprint(tasks_root)}\n".encode())
