@@ -158,28 +158,29 @@ def _write_frame(frame: pd.DataFrame, folder: Path, name: str) -> Path:
     return atomic_write_text(folder / f"{name}.csv", flat.to_csv(index=False))
 
 
-def write_study_tables(study: Study, folder: str | os.PathLike[str]) -> list[Path]:
+def write_study_tables(
+    study: Study,
+    folder: str | os.PathLike[str],
+    *,
+    computed: Mapping[str, pd.DataFrame] | None = None,
+) -> list[Path]:
     """Write the study's tidy tables (``trials, events, metrics, pairs, tools``) atomically.
 
-    Parquet when pyarrow is installed, else CSV (list columns ``|``-joined).
+    Parquet when pyarrow is installed, else CSV (list columns ``|``-joined). ``computed``:
+    the ``pairs`` and ``tools`` tables already computed (the study's sections), so they are
+    not computed again.
     """
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    events = study.events.assign(
-        **{
-            c: study.events[c].map(list)
-            for c in (
-                "target_files",
-                "matched_ground_truth_files",
-                "first_found_ground_truth_files",
-            )
-        }
-    )
+    # the sequence columns hold tuples: pyarrow writes them as list columns as it would
+    # lists (the CSV fallback joins both), so no per-event conversion is made
+    events = study.events
+    known = computed or {}
     frames = {
         "trials": study.trials,
         "events": events,
-        "pairs": study.pairs(),
-        "tools": study.tool_value("tool"),
+        "pairs": known["pairs"] if "pairs" in known else study.pairs(),
+        "tools": known["tools"] if "tools" in known else study.tool_value("tool"),
     }
     written = [_write_frame(frame, target, name) for name, frame in frames.items()]
     written.append(_write_metrics(study, target))
@@ -302,21 +303,26 @@ def run_study(
             "created": now_iso(),
         },
     )
-    written = write_study_tables(study, study_dir / "tables")
     if importlib.util.find_spec("pyarrow") is not None:
-        # every section computed here, once; the notebook reads them (never the runs)
+        # every section computed here, once; the notebook reads them (never the runs), and
+        # the trial-level tables and the comparison export reuse them
         from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
 
         sections = compute_sections(
             study, timeline_requests(str(values.get("timeline_tasks") or ""))
         )
+        written = write_study_tables(study, study_dir / "tables", computed=sections.tables)
         written += write_sections(sections, study_dir / "tables", skip=("trials", "pairs", "tools"))
+        comparison = sections.compare()
     elif notebook is not None:
         raise InputError("the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')")
+    else:
+        written = write_study_tables(study, study_dir / "tables")
+        comparison = study.compare()
 
     from retrieval_lib.study.compare import write_comparison
 
-    written += write_comparison(study.compare(), study_dir / "tables")  # compare.{md,tex}
+    written += write_comparison(comparison, study_dir / "tables")  # compare.{md,tex}
     log(
         f"study: {len(study.trials)} trials in {study.trials['run_id'].nunique()} run(s), "
         f"{len(study.impact().per_task)} matched task(s); tables in {study_dir / 'tables'}"

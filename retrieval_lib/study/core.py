@@ -184,7 +184,7 @@ class Study:
     def tool_value(self, by: str = "tool") -> pd.DataFrame:
         """What each tool or category brought (:func:`retrieval_lib.study.analysis.tool_value`)."""
         analysed = self.analysed
-        events = self.events[self.events["trial_id"].isin(analysed["trial_id"])]
+        events = self.events[analysis.is_in(self.events["trial_id"], analysed["trial_id"])]
         return analysis.tool_value(events, analysed, by=by)
 
     def family_pairs(self) -> list[tuple[str, str]]:
