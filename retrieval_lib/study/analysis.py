@@ -44,8 +44,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.report.tables import mean_ci
-
 __all__ = [
     "FLAG_RULES",
     "TIERS",
@@ -82,24 +80,42 @@ _AT_LEAST_HALF = "≥ 0.5 (cumulative)"
 _NOT_COMPUTABLE = "not computable"
 
 
-def _ci(
-    values: Any,
+def _cis(
+    columns: Mapping[str, pd.Series],
     alpha: float,
     n_boot: int,
     seed: int,
-    prefix: str,
-    tasks: Any,
+    tasks: pd.Series,
     method: str,
 ) -> dict[str, Any]:
-    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed, tasks=tasks, method=method)
-    return {
-        f"{prefix}_n": r.n,
-        f"{prefix}_n_tasks": r.n,
-        f"{prefix}_n_trials": r.n_trials,
-        f"{prefix}_mean": r.mean,
-        f"{prefix}_ci_low": r.ci_low,
-        f"{prefix}_ci_high": r.ci_high,
-    }
+    """Mean, CI and ``n`` of several columns over the same trials (``<prefix>_n``, ``_n_tasks``,
+    ``_n_trials``, ``_mean``, ``_ci_low``, ``_ci_high``): the values
+    :func:`~retrieval_lib.report.tables.mean_ci` gives with ``tasks`` and ``method``,
+    with columns missing on the same trials sharing one bootstrap draw
+    (:func:`~retrieval_lib.stats.clustered.task_mean_cis` / ``cluster_bootstrap_means``)."""
+    from retrieval_lib.errors import InputError, StatisticsError
+    from retrieval_lib.stats.clustered import cluster_bootstrap_means, task_mean_cis
+
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha}")
+    if n_boot < 1:
+        raise InputError(f"n_boot must be at least 1, got {n_boot}")
+    estimate = task_mean_cis if method == "aggregate" else cluster_bootstrap_means
+    try:
+        results = estimate(list(columns.values()), tasks, alpha=alpha, n_boot=n_boot, seed=seed)
+    except StatisticsError as exc:
+        raise InputError(str(exc)) from None
+    out: dict[str, Any] = {}
+    for prefix, r in zip(columns, results, strict=True):
+        out |= {
+            f"{prefix}_n": r.n_tasks,
+            f"{prefix}_n_tasks": r.n_tasks,
+            f"{prefix}_n_trials": r.n_trials,
+            f"{prefix}_mean": r.mean,
+            f"{prefix}_ci_low": r.ci_low,
+            f"{prefix}_ci_high": r.ci_high,
+        }
+    return out
 
 
 def _ci_columns(prefix: str) -> list[str]:
@@ -285,8 +301,8 @@ def leaderboard(
             "tasks": int(tasks.nunique()),
             "trials": len(sub),
         }
-        row |= _ci(sub["reward"], alpha, n_boot, seed, "reward", tasks, "aggregate")
-        row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass", tasks, "aggregate")
+        both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
+        row |= _cis(both, alpha, n_boot, seed, tasks, "aggregate")
         for column, stem in (
             ("total_tokens", "tokens"),
             ("cost_usd", "cost_usd"),
@@ -388,8 +404,8 @@ def retrieval_tiers(
                 "n_tasks": int(tasks.nunique()),
                 "n_trials": len(sub),
             }
-            row |= _ci(sub["reward"], alpha, n_boot, seed, "reward", tasks, "cluster")
-            row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass", tasks, "cluster")
+            both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
+            row |= _cis(both, alpha, n_boot, seed, tasks, "cluster")
             rows.append(row)
     columns = [
         "config_family",
