@@ -763,17 +763,24 @@ def compare_families(
         model_pairs = []
         model_rows = []
         for metric in metrics:
+            blocks = complete_blocks(sub, metric, "config_family", "task_name")  # made once
             omnibus.append(
-                friedman(sub, metric, "config_family", "task_name", min_n=min_pairs).assign(
-                    model=model
-                )
+                friedman(
+                    sub, metric, "config_family", "task_name", min_n=min_pairs, blocks=blocks
+                ).assign(model=model)
             )
             model_pairs.append(
                 pairwise_wilcoxon(
-                    sub, metric, "config_family", "task_name", min_n=min_pairs, alpha=alpha
+                    sub,
+                    metric,
+                    "config_family",
+                    "task_name",
+                    min_n=min_pairs,
+                    alpha=alpha,
+                    blocks=blocks,
                 ).assign(model=model)
             )
-            wide, _ = complete_blocks(sub, metric, "config_family", "task_name")
+            wide, _ = blocks
             for family in families:
                 values = wide[family].to_numpy(dtype=float) if family in wide else np.array([])
                 low = high = math.nan
