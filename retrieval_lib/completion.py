@@ -45,7 +45,7 @@ from typing import Any
 from retrieval_lib import __version__
 from retrieval_lib.errors import InputError
 from retrieval_lib.events.document import DOCUMENT_SUFFIX, EVENTS_DIRNAME, METRICS_SUFFIX
-from retrieval_lib.io import atomic_write_json
+from retrieval_lib.io import atomic_write_json, file_sha256
 
 __all__ = [
     "COMPLETION_FILENAME",
@@ -221,14 +221,6 @@ def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
     remove_orphaned_temporaries([folder])
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def finish_evaluate(
     events_dir: str | os.PathLike[str],
     metrics_files: Iterable[str | os.PathLike[str]],
@@ -246,7 +238,7 @@ def finish_evaluate(
         path = Path(raw).resolve()
         files[path.relative_to(root).as_posix()] = {
             "size": path.stat().st_size,
-            "sha256": _sha256(path),
+            "sha256": file_sha256(path),
         }
     record["record_version"] = RECORD_VERSION
     record["generator"] = _generator()
@@ -306,7 +298,7 @@ def _evaluate_problem(folder: Path, section: Mapping[str, Any], *, full: bool) -
         path = root / rel
         if not path.is_file() or path.is_symlink():
             return f"{rel} of its completion record is missing"
-        if path.stat().st_size != facts.get("size") or _sha256(path) != facts.get("sha256"):
+        if path.stat().st_size != facts.get("size") or file_sha256(path) != facts.get("sha256"):
             return f"{rel} changed since it was written (truncated or rewritten)"
     return None
 

@@ -54,6 +54,9 @@ Other rules:
 
 Reading paths out of texts (the diffs of sources 4 and 5, the prose of source 6) is
 :mod:`retrieval_lib.task_text`.
+
+Why one module of this length: one short reader per source of the chain above, in its
+order, plus the per-process cache of the chain's result.
 """
 
 from __future__ import annotations
@@ -75,7 +78,6 @@ from retrieval_lib.paths import GroundTruthMatcher, normalize_path
 from retrieval_lib.runs import without_lone_surrogates
 from retrieval_lib.safe_text import describe_value
 from retrieval_lib.task_text import (
-    EXTRACTABLE_EXTENSIONS,
     embedded_diffs,
     extract_paths_from_text,
     is_placeholder,
@@ -84,12 +86,9 @@ from retrieval_lib.task_text import (
 
 __all__ = [
     "CONFIDENCE_LEVELS",
-    "EXTRACTABLE_EXTENSIONS",
     "GroundTruth",
-    "extract_paths_from_text",
     "load_ground_truth",
     "load_ground_truth_cached",
-    "parse_unified_diff",
 ]
 
 CONFIDENCE_LEVELS = ("high", "medium", "low")
@@ -145,16 +144,6 @@ class GroundTruth:
     task_dirs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     origin: str | None = None
-
-    @property
-    def has_files(self) -> bool:
-        """Whether any file-level ground truth exists."""
-        return bool(self.files)
-
-    @property
-    def has_chunks(self) -> bool:
-        """Whether line-range (chunk) ground truth exists."""
-        return bool(self.chunks)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``ground_truth`` block of an event document (optional keys only when known)."""
@@ -704,7 +693,7 @@ def load_ground_truth(task_dirs: Sequence[Path], *, tasks_root: Path | None = No
     Returns
     -------
     GroundTruth
-        Empty (``has_files`` false, ``source``/``confidence`` ``None``) when no source
+        Empty (no ``files``, ``source``/``confidence`` ``None``) when no source
         yields files; ``warnings`` says what was skipped on the way.
 
     Raises

@@ -30,6 +30,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_json",
     "dumps_json",
+    "file_sha256",
     "finite_number",
     "json_safe",
     "lies_outside",
@@ -82,13 +83,6 @@ def dumps_json(value: Any, *, ndigits: int | None = None, indent: int | None = 2
         )
         + "\n"
     )
-
-
-@functools.lru_cache(maxsize=1)
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 #: Longest file name (in bytes) the usual file systems (ext4, XFS, btrfs, tmpfs) accept.
@@ -454,6 +448,24 @@ class NotRegularFileError(OSError):
     An :class:`OSError` whose ``strerror`` says what the path is, so every reader that
     already reports OS errors names it without a special case.
     """
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes, in hex (read in 1 MiB blocks).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "a"
+    >>> _ = path.write_bytes(b"")
+    >>> file_sha256(path)[:16]
+    'e3b0c44298fc1c14'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def file_kind(mode: int) -> str:

@@ -13,6 +13,9 @@ with ``out``, to ``<out>/<run_id>/retrieval_events/<config>/...`` (the same layo
 (:func:`write_left_out`). Nothing else is written; input artifacts are never modified,
 and no output goes through a symlink that leaves the run (or ``out``).
 
+Why one module of this length: one trial's normalisation and the run-level orchestration
+(planning, the pool, removing stale documents) share the trial job and its output record.
+
 Examples
 --------
 >>> from retrieval_lib.normalize import normalize_run  # doctest: +SKIP
@@ -26,13 +29,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import gc
+import itertools
 import os
 import stat
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +77,6 @@ from retrieval_lib.traces.model import ParsedTrace
 from retrieval_lib.traces.stream_json import parse_stream_json
 
 __all__ = [
-    "EVENTS_DIRNAME",
     "NormalizeReport",
     "TrialOutput",
     "build_document",
@@ -473,18 +476,13 @@ def _normalize_one(
     is_latest: bool,
     n_trials: int,
     suffix: str | None,
-    task_index: TaskIndex | None = None,
 ) -> TrialOutput:
-    index = task_index or _task_index(tasks_root)
+    index = _task_index(tasks_root)
     try:
         with _cycle_collector_paused():
             return _normalize_trial(trial, result, index, out_root, is_latest, n_trials, suffix)
-    except RetrievalLibError as exc:
-        return TrialOutput(
-            str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, str(exc)
-        )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
-        error = f"{type(exc).__name__}: {exc}"
+        error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
         return TrialOutput(
             str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, error
         )
@@ -738,18 +736,19 @@ def normalize_paths(
         bar = tqdm(total=0, unit="trial", file=sys.stderr, leave=False)
     tracker = _RunTracker(report, bar, on_run_done, left_out)
     jobs = tracker.jobs(runs, root, out)
-    try:
+    with contextlib.ExitStack() as stack:
+        if bar is not None:
+            stack.callback(bar.close)
         if map_fn is not None:
             done = map_fn(_normalize_star, jobs)
         else:
-            from retrieval_lib.parallel import imap_unordered
+            from retrieval_lib.parallel import pool_mapper
 
-            done = imap_unordered(_normalize_star, jobs, workers=workers)
+            head = list(itertools.islice(jobs, 2))  # a single trial runs in process
+            mapper = stack.enter_context(pool_mapper(workers if len(head) > 1 else 1))
+            done = mapper.imap_unordered(_normalize_star, itertools.chain(head, jobs))
         for job, output in done:
             tracker.done(job, output)
-    finally:
-        if bar is not None:
-            bar.close()
     report.failures.sort(key=lambda o: o.trial_dir)
     report.left_out = left_out.entries()
     report.seconds = time.perf_counter() - start
@@ -931,15 +930,7 @@ def normalize_trial(
     if trial is None:
         raise InputError(f"{trial_path} is not a trial folder of run {run_path}")
     if config_name is not None:
-        trial = TrialRef(
-            run_dir=trial.run_dir,
-            run_id=trial.run_id,
-            config_name=config_name,
-            batch_timestamp=trial.batch_timestamp,
-            trial_dir=trial.trial_dir,
-            layout=trial.layout,
-            job_name=trial.job_name,
-        )
+        trial = replace(trial, config_name=config_name)
     result = read_trial_result(trial.trial_dir)
     index = TaskIndex(Path(tasks_root)) if tasks_root is not None else None
     task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)

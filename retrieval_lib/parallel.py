@@ -7,8 +7,9 @@ jobs in flight in memory, whatever their number.
 
 Examples
 --------
->>> from retrieval_lib.parallel import imap_unordered
->>> sorted(result for _, result in imap_unordered(abs, [-2, 1, -3], workers=1))
+>>> from retrieval_lib.parallel import pool_mapper
+>>> with pool_mapper(1) as mapper:
+...     sorted(result for _, result in mapper.imap_unordered(abs, [-2, 1, -3]))
 [1, 2, 3]
 """
 
@@ -23,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
-from itertools import chain, islice
+from itertools import islice
 from typing import Any, TypeVar
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "pool_mapper",
     "die_with_parent",
     "executor_for",
-    "imap_unordered",
     "process_pool",
     "run_chunk",
     "task_failure",
@@ -192,32 +192,6 @@ def windowed_map(
     finally:
         for future in pending:
             future.cancel()
-
-
-def imap_unordered(
-    fn: Callable[[J], Any],
-    jobs: Iterable[J],
-    *,
-    workers: int,
-    chunksize: int = 8,
-    window: int | None = None,
-) -> Iterator[tuple[J, Any]]:
-    """Yield ``(job, fn(job))`` for every job, in the order they finish.
-
-    ``workers`` > 1 runs ``fn`` in that many processes, ``chunksize`` jobs per task, at
-    most ``window`` tasks (default ``4 * workers``) submitted at a time
-    (:func:`windowed_map`); with one worker, or a single job, everything runs in this
-    process in order. ``fn`` and the jobs must be picklable for the pool; an exception
-    ``fn`` raises ends the iteration.
-    """
-    stream = iter(jobs)
-    head = list(islice(stream, 2))
-    stream = chain(head, stream)
-    workers = workers if len(head) > 1 else 1
-    with executor_for(workers) as executor:
-        limit = (window or 4 * workers) if workers > 1 else 1  # in process: one at a time
-        for chunk, results in windowed_map(executor, fn, stream, chunksize=chunksize, window=limit):
-            yield from zip(chunk, results, strict=True)
 
 
 def executor_for(workers: int) -> Executor:

@@ -56,7 +56,6 @@ __all__ = [
     "WORKSPACE_ROOTS",
     "GroundTruthMatcher",
     "make_key",
-    "match_ground_truth",
     "normalize_path",
     "repo_short_name",
     "split_key",
@@ -440,23 +439,3 @@ class GroundTruthMatcher:
                 if candidate in self._exact:
                     return candidate
         return None
-
-    def match_all(self, keys: Iterable[str]) -> list[str]:
-        """Ground-truth keys matched by ``keys``, first-seen order, without duplicates."""
-        seen: dict[str, None] = {}
-        for key in keys:
-            found = self.match(key)
-            if found is not None:
-                seen.setdefault(found, None)
-        return list(seen)
-
-
-def match_ground_truth(target_key: str, gt_keys: Iterable[str]) -> str | None:
-    """One-off form of :meth:`GroundTruthMatcher.match` (build a matcher for loops).
-
-    Examples
-    --------
-    >>> match_ground_truth("django::tests/modeladmin/tests.py", ["tests/modeladmin/tests.py"])
-    'tests/modeladmin/tests.py'
-    """
-    return GroundTruthMatcher(gt_keys).match(target_key)

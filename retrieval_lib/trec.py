@@ -63,7 +63,6 @@ __all__ = [
 
 Qrels = dict[str, dict[str, int]]
 
-_STANDARD = (1, 5, 10, 15, 20, 30, 100, 200, 500, 1000)
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
 #: trec_eval's default cut-offs of each parameterised measure (its ``-m P`` etc.).

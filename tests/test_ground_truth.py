@@ -12,12 +12,8 @@ from pathlib import Path
 import pytest
 
 from retrieval_lib.errors import GroundTruthError
-from retrieval_lib.ground_truth import (
-    GroundTruth,
-    extract_paths_from_text,
-    load_ground_truth,
-    parse_unified_diff,
-)
+from retrieval_lib.ground_truth import GroundTruth, load_ground_truth
+from retrieval_lib.task_text import extract_paths_from_text, parse_unified_diff
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TASKS = REPO_ROOT / "tests" / "fixtures" / "tasks"
@@ -46,8 +42,8 @@ def test_bare_list_dedupes_and_drops_placeholders() -> None:
     assert gt.files == ["lib/util.go", "src/core/engine.py"]
     assert (gt.source, gt.confidence) == ("tests/ground_truth.json", "high")
     assert gt.expected_edit_files is None
-    assert gt.chunks is None and not gt.has_chunks
-    assert gt.has_files
+    assert gt.chunks is None
+    assert gt.files
     assert gt.task_dirs == ["fixture_suite/gt-bare-list-001"]
     assert len(gt.warnings) == 1
     assert "dropped 5" in gt.warnings[0] and "'/tmp/scratch.txt'" in gt.warnings[0]
@@ -333,7 +329,7 @@ def test_edit_files_from_a_lower_source_when_files_come_from_above(tmp_path: Pat
 
 def test_empty_task_folder_and_no_folders(tmp_path: Path) -> None:
     gt = load_ground_truth([tmp_path])
-    assert (gt.files, gt.source, gt.confidence, gt.has_files) == ([], None, None, False)
+    assert (gt.files, gt.source, gt.confidence) == ([], None, None)
     assert gt.warnings == []
     assert load_ground_truth([]) == GroundTruth()
 

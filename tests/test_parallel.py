@@ -6,7 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from retrieval_lib.parallel import InlineExecutor, imap_unordered, windowed_map
+from retrieval_lib.parallel import (
+    InlineExecutor,
+    Mapper,
+    pool_mapper,
+    process_pool,
+    windowed_map,
+)
 
 
 def _square(x: int) -> int:
@@ -34,23 +40,26 @@ class _Counted:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_every_job_once_with_its_result(workers: int) -> None:
-    pairs = list(imap_unordered(_square, range(50), workers=workers, chunksize=3))
+    with pool_mapper(workers) as mapper:
+        pairs = list(mapper.imap_unordered(_square, range(50), batch_size=3))
     assert sorted(pairs) == [(i, i * i) for i in range(50)]
 
 
 def test_one_worker_runs_in_order_in_process() -> None:
-    assert [job for job, _ in imap_unordered(_square, [3, 1, 2], workers=1)] == [3, 1, 2]
+    with pool_mapper(1) as mapper:
+        assert [job for job, _ in mapper.imap_unordered(_square, [3, 1, 2])] == [3, 1, 2]
 
 
 def test_jobs_are_drawn_only_as_the_window_frees() -> None:
     jobs = _Counted(100)
-    results = imap_unordered(_square, jobs, workers=2, chunksize=3, window=2)
-    next(results)
-    # two chunks of three in flight; the first came back and one more chunk was sent
-    # before its results were handed over: 9 drawn, not the 100 jobs
-    assert jobs.drawn == 9
-    assert len(list(results)) == 99
-    assert jobs.drawn == 100
+    with process_pool(2) as pool:
+        results = Mapper(pool, window=2, batch_size=3).imap_unordered(_square, jobs)
+        next(results)
+        # two chunks of three in flight; the first came back and one more chunk was sent
+        # before its results were handed over: 9 drawn, not the 100 jobs
+        assert jobs.drawn == 9
+        assert len(list(results)) == 99
+        assert jobs.drawn == 100
 
 
 def test_a_failed_task_gives_each_of_its_items_the_cause_and_the_others_finish() -> None:
@@ -82,8 +91,8 @@ def test_the_window_is_asked_again_before_each_refill() -> None:
 
 
 def test_an_exception_in_the_pool_ends_the_iteration() -> None:
-    with pytest.raises(ValueError, match="three"):
-        list(imap_unordered(_fail_on_three, range(8), workers=2, chunksize=1))
+    with pool_mapper(2) as mapper, pytest.raises(ValueError, match="three"):
+        list(mapper.imap_unordered(_fail_on_three, range(8), batch_size=1))
 
 
 #: A driver that starts a pool of two workers, prints their pids and dies without any

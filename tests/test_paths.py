@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from retrieval_lib.paths import (
     GroundTruthMatcher,
     make_key,
-    match_ground_truth,
     normalize_path,
     repo_short_name,
     split_key,
@@ -269,16 +268,16 @@ class TestGroundTruthMatcher:
         assert matcher.match("x.py") is None
         assert matcher.match("r::x.py") is None
 
-    def test_match_all_and_contains(self) -> None:
+    def test_contains(self) -> None:
         matcher = GroundTruthMatcher(["a.py", "b.py"])
-        assert matcher.match_all(["b.py", "c.py", "r::a.py", "b.py"]) == ["b.py", "a.py"]
         assert "r::a.py" in matcher
         assert "c.py" not in matcher
         assert matcher.keys == frozenset({"a.py", "b.py"})
 
-    def test_function_form(self) -> None:
-        assert match_ground_truth("django::tests/t.py", ["tests/t.py"]) == "tests/t.py"
-        assert match_ground_truth("tests/u.py", ["tests/t.py"]) is None
+    def test_qualified_key_matches_its_unqualified_ground_truth(self) -> None:
+        matcher = GroundTruthMatcher(["tests/t.py"])
+        assert matcher.match("django::tests/t.py") == "tests/t.py"
+        assert matcher.match("tests/u.py") is None
 
 
 def test_gt_and_tool_paths_meet() -> None:

@@ -20,14 +20,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """An integer ≥ 0 (random seeds)."""
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
-
-
 def add_whole_job_options(parser: argparse.ArgumentParser, *, parameters_help: str) -> None:
     """The options ``run`` and ``study`` share: tasks root, output root, parameter file,
     normalisation workers and the harness-version rule."""

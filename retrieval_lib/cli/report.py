@@ -53,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def _evaluated_run(raw: str) -> Path:
     """The run folder of ``raw`` after checking that ``retrieval-lib evaluate`` has run."""
     from retrieval_lib.errors import ReportError
-    from retrieval_lib.metrics.summary import EVENTS_DIRNAME, SUMMARY_FILENAME
+    from retrieval_lib.events.document import EVENTS_DIRNAME
+    from retrieval_lib.metrics.summary import SUMMARY_FILENAME
 
     path = Path(raw).resolve()
     if not path.is_dir():

@@ -46,6 +46,9 @@ pattern of a ``Grep`` call or shell ``grep``/``rg`` when it is a plain identifie
 Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per trial and
 then through :class:`retrieval_lib.paths.GroundTruthMatcher`, so that a target that stands
 for a ground-truth file is written exactly as the ground-truth key.
+
+Why one module of this length: one short rule per tool for where its target files come
+from (the list above), sharing the path normalisation and the merging of line spans.
 """
 
 from __future__ import annotations

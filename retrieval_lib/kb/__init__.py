@@ -18,7 +18,6 @@ from typing import Any
 
 _EXPORTS = {
     "KBStore": "store",
-    "open_store": "store",
     "SCHEMA_VERSION": "store",
     "GoldenQuery": "golden",
     "GoldenSet": "golden",

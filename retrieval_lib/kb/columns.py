@@ -34,6 +34,9 @@ plus distinct negative fillers up to the set's size, and the kernel's values are
 to the queries with that pattern: the kernel's own values for the original ids.
 ``tests/kb/record_oracle.py`` computes the same values record by record, the plain way,
 and the tests check both agree bit for bit on randomised runs.
+
+Why one module of this length: the column layout and the per-query evaluation over it
+are the one evaluation path, and share the packed arrays and their dictionaries.
 """
 
 from __future__ import annotations

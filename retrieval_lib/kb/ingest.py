@@ -29,7 +29,6 @@ and so does a process killed half-way.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import shlex
@@ -40,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from retrieval_lib.io import now_iso
+from retrieval_lib.io import file_sha256, now_iso
 from retrieval_lib.kb.columns import RunColumnsBuilder
 from retrieval_lib.kb.exceptions import IngestError, RunExistsError
 from retrieval_lib.kb.golden import GoldenSet, load_golden
@@ -327,14 +326,10 @@ def _read_inventory_lines(
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        return file_sha256(path)
     except OSError as exc:
         raise IngestError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    return digest.hexdigest()
 
 
 def default_run_id(results_path: str | Path, results_sha256: str) -> str:

@@ -73,7 +73,6 @@ from retrieval_lib.kb.records import QueryResult, paused_gc
 
 __all__ = [
     "AggregateMetrics",
-    "PerQueryMetrics",
     "aggregate_from_columns",
     "aggregate_from_records",
     "compute_aggregate",

@@ -33,6 +33,10 @@ or killed ingest leaves the database exactly as it was. ``PRAGMA user_version`` 
 ``schema_migrations`` table both record the schema version; opening an older store
 applies the missing migrations, each in its own transaction, and a store newer than
 this package is refused.
+
+Why one module of this length: :class:`KBStore` owns the schema, its migrations and every
+query of the store; parts of it split apart would share the same connection and schema
+version.
 """
 
 from __future__ import annotations
@@ -65,7 +69,6 @@ __all__ = [
     "MIGRATIONS",
     "Migration",
     "KBStore",
-    "open_store",
     "run_exists_message",
 ]
 
@@ -702,8 +705,3 @@ def _probe(path: Path, *, create: bool) -> None:
             f"{path} is an SQLite database without a knowledge-base schema; only "
             "`retrieval-lib kb ingest` makes a new store"
         )
-
-
-def open_store(path: str | Path, *, create: bool = True) -> KBStore:
-    """Open (and migrate) the store at ``path``; see :class:`KBStore`."""
-    return KBStore(path, create=create)

@@ -56,6 +56,9 @@ Cut-off larger than the ranking
 Relevant ids never retrieved
     They count in ``R`` (the denominators of recall, F1, AP, R-Prec and the ideal DCG).
 
+Why one module of this length: a metric's definition, its name and its two calling
+conventions stay in one place, over the one kernel in :mod:`retrieval_lib.metrics._kernel`.
+
 Examples
 --------
 >>> scores = evaluate_rankings([["a", "x", "b"], ["y"]], [{"a", "b"}, set()], ["P@2", "AP"])
@@ -95,7 +98,6 @@ __all__ = [
     "RankingScores",
     "evaluate_rankings",
     "evaluate_queries",
-    "list_metrics",
     "non_computable_reason",
     "parse_metric",
     "rank_by_score",
@@ -200,17 +202,6 @@ _FAMILY_BY_SPELLING = {
     spelling.lower(): spec.family for spec in _SPECS for spelling in (spec.family, *spec.aliases)
 }
 _NAME_PATTERN = re.compile(r"^\s*(?P<family>[^@\s]+)\s*(?:@\s*(?P<k>\S*)\s*)?$")
-
-
-def list_metrics() -> list[MetricSpec]:
-    """Return the definition of every metric family, in display order.
-
-    Examples
-    --------
-    >>> [spec.family for spec in list_metrics()]
-    ['P', 'R', 'F1', 'nDCG', 'AP', 'RR', 'Hit', 'R-Prec']
-    """
-    return list(_SPECS)
 
 
 def _known_families() -> str:

@@ -53,6 +53,9 @@ Policies (the choices the seed leaves open)
   computable stage a value that cannot exist (context efficiency of an empty ranking, TTFR
   when no relevant file was reached, write probes without writes) is ``null`` beside a
   reason.
+
+Why one module of this length: the four stages of one document share the trace view
+(:class:`TraceView`) and the not-computable reasons; each stage is a few short functions.
 """
 
 from __future__ import annotations
@@ -75,7 +78,6 @@ __all__ = [
     "AGENT_CREATE_TOOLS",
     "DEFAULT_K",
     "METRICS_SCHEMA_VERSION",
-    "METRICS_SUFFIX",
     "TAXONOMY_LABELS",
     "TraceView",
     "candidate_set_size_slice",
@@ -353,7 +355,14 @@ def _coverage_detail(
     return "; ".join(reasons) if reasons else None
 
 
-def _has_trace(doc: Mapping[str, Any]) -> bool:
+def has_usable_trace(doc: Mapping[str, Any]) -> bool:
+    """True when the document has a trace its events came from (not degraded).
+
+    Examples
+    --------
+    >>> has_usable_trace({"coverage": {"trace_source": None, "has_transcript": False}})
+    False
+    """
     coverage = doc["coverage"]
     return coverage.get("trace_source") is not None and bool(
         coverage.get("has_trajectory") or coverage.get("has_transcript")
@@ -380,7 +389,7 @@ def _ground_truth_reason(doc: Mapping[str, Any]) -> str:
 
 def _file_level_gate(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     """``None`` when file-level metrics are computable, else ``(code, reason)``."""
-    has_trace, has_gt = _has_trace(doc), _has_file_ground_truth(doc)
+    has_trace, has_gt = has_usable_trace(doc), _has_file_ground_truth(doc)
     if has_trace and has_gt:
         return None
     if not has_trace and not has_gt:
@@ -392,17 +401,6 @@ def _file_level_gate(doc: Mapping[str, Any]) -> tuple[str, str] | None:
     if not has_trace:
         return NO_TRACE, _trace_reason(doc)
     return NO_GROUND_TRUTH, _ground_truth_reason(doc)
-
-
-def has_usable_trace(doc: Mapping[str, Any]) -> bool:
-    """True when the document has a trace its events came from (not degraded).
-
-    Examples
-    --------
-    >>> has_usable_trace({"coverage": {"trace_source": None, "has_transcript": False}})
-    False
-    """
-    return _has_trace(doc)
 
 
 def file_level_reason(doc: Mapping[str, Any]) -> str | None:
@@ -719,7 +717,7 @@ def evaluate_documents(
     names = ranking_metric_names(ks)
     if source_names is not None and len(source_names) != len(docs):
         raise MetricError("source_names must give one name per document")
-    views = [TraceView.from_document(doc) if _has_trace(doc) else None for doc in docs]
+    views = [TraceView.from_document(doc) if has_usable_trace(doc) else None for doc in docs]
     gates = [_file_level_gate(doc) for doc in docs]
     computable = [i for i, gate in enumerate(gates) if gate is None]
     ground_truths = [set(docs[i]["ground_truth"]["files"]) for i in computable]

@@ -22,6 +22,10 @@ true: ``run_dir``, ``tasks_root``, ``output_dir``, ``study_manifest``, ``db_path
 resolve against the folder of the parameter file, never against the working directory
 or the output folder (:func:`load_params_file`).
 
+Why one module of this length: about 170 of its lines are :data:`SCHEMAS`, the
+declaration of every notebook parameter (data, not logic), beside the code that checks
+against it.
+
 Examples
 --------
 >>> from retrieval_lib.report.params import NotebookParameter, check_parameters
@@ -36,7 +40,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -265,14 +269,6 @@ MIN_PAIRS = Parameter(
 )
 
 
-def _param(base: Parameter, **changes: Any) -> Parameter:
-    from dataclasses import replace
-
-    return replace(base, **changes)
-
-
-_OUTPUT_DIR_HELP = "folder that receives the {what} (in tables/); empty: no file is written"
-
 #: The parameters of each shipped notebook, in the order of its ``parameters`` cell.
 SCHEMAS: dict[str, tuple[Parameter, ...]] = {
     "run_analysis": (
@@ -319,13 +315,13 @@ SCHEMAS: dict[str, tuple[Parameter, ...]] = {
             "match only tasks whose harness versions are known and equal; False: an unknown "
             "version is no difference (pairs flagged)",
         ),
-        _param(
+        replace(
             SEED,
             help="seed of every bootstrap (the same inputs give the same report); a "
             "retrieval_impact.json made with other values is recomputed",
         ),
-        _param(N_BOOT, help="bootstrap resamples for the CIs of means, slices and paired deltas"),
-        _param(
+        replace(N_BOOT, help="bootstrap resamples for the CIs of means, slices and paired deltas"),
+        replace(
             ALPHA,
             help="significance level of adjusted p-values; per-config mean CIs are 1 - alpha "
             "intervals",
@@ -428,12 +424,12 @@ SCHEMAS: dict[str, tuple[Parameter, ...]] = {
             False,
             "refuse differing chunker versions (no span fallback)",
         ),
-        _param(
+        replace(
             N_BOOT,
             name="n_bootstrap",
             help="bootstrap resamples for the confidence intervals",
         ),
-        _param(SEED, help="seed of the bootstrap random generator"),
+        replace(SEED, help="seed of the bootstrap random generator"),
         Parameter(
             "output_dir",
             "str",

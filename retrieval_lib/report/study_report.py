@@ -158,28 +158,29 @@ def _write_frame(frame: pd.DataFrame, folder: Path, name: str) -> Path:
     return atomic_write_text(folder / f"{name}.csv", flat.to_csv(index=False))
 
 
-def write_study_tables(study: Study, folder: str | os.PathLike[str]) -> list[Path]:
+def write_study_tables(
+    study: Study,
+    folder: str | os.PathLike[str],
+    *,
+    computed: Mapping[str, pd.DataFrame] | None = None,
+) -> list[Path]:
     """Write the study's tidy tables (``trials, events, metrics, pairs, tools``) atomically.
 
-    Parquet when pyarrow is installed, else CSV (list columns ``|``-joined).
+    Parquet when pyarrow is installed, else CSV (list columns ``|``-joined). ``computed``:
+    the ``pairs`` and ``tools`` tables already computed (the study's sections), so they are
+    not computed again.
     """
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    events = study.events.assign(
-        **{
-            c: study.events[c].map(list)
-            for c in (
-                "target_files",
-                "matched_ground_truth_files",
-                "first_found_ground_truth_files",
-            )
-        }
-    )
+    # the sequence columns hold tuples: pyarrow writes them as list columns as it would
+    # lists (the CSV fallback joins both), so no per-event conversion is made
+    events = study.events
+    known = computed or {}
     frames = {
         "trials": study.trials,
         "events": events,
-        "pairs": study.pairs(),
-        "tools": study.tool_value("tool"),
+        "pairs": known["pairs"] if "pairs" in known else study.pairs(),
+        "tools": known["tools"] if "tools" in known else study.tool_value("tool"),
     }
     written = [_write_frame(frame, target, name) for name, frame in frames.items()]
     written.append(_write_metrics(study, target))
@@ -216,6 +217,24 @@ def _write_metrics(study: Study, folder: Path) -> Path:
     if writer is not None:
         writer.close()
     return atomic_write_bytes(folder / "metrics.parquet", sink.getvalue().to_pybytes())
+
+
+def _release_freed_memory() -> None:
+    """Return the heap memory the computation freed to the system (glibc keeps it
+    otherwise), so the process tree's peak is not this process's high-water mark plus the
+    notebook kernel. A no-op where ``malloc_trim`` does not exist."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except (OSError, AttributeError):
+        trim = None
+    if trim is not None:
+        trim(0)
 
 
 def study_parameters() -> dict[str, Any]:
@@ -273,7 +292,6 @@ def run_study(
         Bad inputs or parameters (before anything runs), or a failing notebook cell.
     """
     from retrieval_lib.study import load_evaluated
-    from retrieval_lib.study.compare import write_comparison
     from retrieval_lib.study.loader import prepare_runs
 
     values, mapping, notebook = _checked_parameters(params, config_map, report)
@@ -288,9 +306,7 @@ def run_study(
         )
     study = load_evaluated(prepared.events_dirs, config_map=mapping, options=study_options(values))
     manifest = _write_manifest(study_dir, prepared.events_dirs, paths, tasks_root, mapping)
-    written = write_study_tables(study, study_dir / "tables")
-    written += _write_sections(study, study_dir, values, needed=notebook is not None)
-    written += write_comparison(study.compare(), study_dir / "tables")  # compare.{md,tex}
+    written = _write_tables(study, study_dir, values, needed=notebook is not None)
     log(
         f"study: {len(study.trials)} trials in {study.trials['run_id'].nunique()} run(s), "
         f"{len(study.impact().per_task)} matched task(s); tables in {study_dir / 'tables'}"
@@ -298,6 +314,8 @@ def run_study(
     html = nb = None
     if notebook is not None:
         from retrieval_lib.report.execute import render_report
+
+        _release_freed_memory()  # the kernel runs beside this process: give back what is free
 
         run_values = dict(values)
         run_values["study_manifest"] = str(manifest.resolve())
@@ -351,20 +369,29 @@ def _write_manifest(
     )
 
 
-def _write_sections(
+def _write_tables(
     study: Study, study_dir: Path, values: Mapping[str, Any], *, needed: bool
 ) -> list[Path]:
-    """Every section the notebook shows, computed here once (the notebook reads them,
-    never the runs); they need pyarrow, an error only when a report is ``needed``."""
+    """Write the study's tables, every section the notebook shows and the comparison export.
+
+    With pyarrow the sections are computed here once: the notebook reads them (never the
+    runs), and the trial-level tables and ``compare.{md,tex}`` reuse them. Without pyarrow
+    only the tables are written; that is an error when a report is ``needed``.
+    """
     import importlib.util
 
+    from retrieval_lib.study.compare import write_comparison
+
+    tables = study_dir / "tables"
     if importlib.util.find_spec("pyarrow") is None:
         if needed:
             raise InputError(
                 "the study report needs pyarrow (pip install 'retrieval_lib[notebooks]')"
             )
-        return []
+        return write_study_tables(study, tables) + write_comparison(study.compare(), tables)
     from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
 
     sections = compute_sections(study, timeline_requests(str(values.get("timeline_tasks") or "")))
-    return write_sections(sections, study_dir / "tables", skip=("trials", "pairs", "tools"))
+    written = write_study_tables(study, tables, computed=sections.tables)
+    written += write_sections(sections, tables, skip=("trials", "pairs", "tools"))
+    return written + write_comparison(sections.compare(), tables)  # compare.{md,tex}

@@ -60,9 +60,11 @@ __all__ = [
     "ClusterMeanCI",
     "aggregate_by_task",
     "cluster_bootstrap_mean",
+    "cluster_bootstrap_means",
     "correlate_by_task",
     "n_text",
     "task_mean_ci",
+    "task_mean_cis",
     "task_keys",
 ]
 
@@ -355,6 +357,166 @@ def task_mean_ci(
     return ClusterMeanCI(k, n_trials, mean, low, high, None)
 
 
+def _shared_columns(
+    columns: Sequence[Any], tasks: Any
+) -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray, int]], list[int]]:
+    """Each column as floats, and its finite rows' task codes: ``(arrays, parts, part_of)``
+    where columns with the same finite rows share one part ``(finite, codes, k)``."""
+    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
+    key_values = keys.to_numpy()
+    arrays: list[np.ndarray] = []
+    parts: list[tuple[np.ndarray, np.ndarray, int]] = []
+    part_of: list[int] = []
+    seen: dict[bytes, int] = {}
+    for values in columns:
+        array = as_float(
+            pd.Series(list(values) if not isinstance(values, pd.Series) else values)
+        ).to_numpy(dtype=float)
+        if len(keys) != array.size:
+            raise StatisticsError(
+                f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
+            )
+        finite = np.isfinite(array)
+        signature = np.packbits(finite).tobytes()
+        if signature not in seen:
+            codes, _ = pd.factorize(key_values[finite], sort=True)
+            seen[signature] = len(parts)
+            parts.append((finite, codes, int(codes.max()) + 1 if codes.size else 0))
+        arrays.append(array)
+        part_of.append(seen[signature])
+    return arrays, parts, part_of
+
+
+def cluster_bootstrap_means(
+    columns: Sequence[Iterable[Any] | np.ndarray | pd.Series],
+    tasks: Iterable[Any] | np.ndarray | pd.Series,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[ClusterMeanCI]:
+    """:func:`cluster_bootstrap_mean` of several columns over the same trials and tasks.
+
+    Columns whose values are missing on the same trials resample the same tasks (the draws
+    depend only on the seed and the number of tasks), so they share one draw: each result
+    equals its own :func:`cluster_bootstrap_mean` call (e.g. reward and pass rate of a tier).
+
+    Examples
+    --------
+    >>> tasks = ["a", "a", "b", "c", "c"]
+    >>> both = cluster_bootstrap_means([[1, 0, 1, 1, 0], [0.5, 0, 1, 1, 1]], tasks, n_boot=300)
+    >>> both == [cluster_bootstrap_mean([1, 0, 1, 1, 0], tasks, n_boot=300),
+    ...          cluster_bootstrap_mean([0.5, 0, 1, 1, 1], tasks, n_boot=300)]
+    True
+    """
+    if n_boot < 1:
+        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
+    if not 0.0 < alpha < 1.0:
+        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
+    arrays, parts, part_of = _shared_columns(columns, tasks)
+    results: list[ClusterMeanCI | None] = [None] * len(arrays)
+    for p, (finite, codes, k) in enumerate(parts):
+        members = [j for j, q in enumerate(part_of) if q == p]
+        if k == 0:
+            for j in members:
+                results[j] = ClusterMeanCI(
+                    0, 0, math.nan, math.nan, math.nan, "no computable value"
+                )
+            continue
+        counts = np.bincount(codes, minlength=k).astype(float)
+        sums = [np.bincount(codes, weights=arrays[j][finite], minlength=k) for j in members]
+        n_trials = int(finite.sum())
+        means_of = [float(total.sum() / counts.sum()) for total in sums]
+        if k == 1:
+            for j, mean in zip(members, means_of, strict=True):
+                results[j] = ClusterMeanCI(
+                    1,
+                    n_trials,
+                    mean,
+                    math.nan,
+                    math.nan,
+                    "one task: no interval from a single task",
+                )
+            continue
+        rng = np.random.Generator(np.random.PCG64(seed))
+        means = np.empty((len(members), n_boot))
+        equal = bool(np.all(counts == counts[0]))
+        chunk = max(1, _BOOT_CELLS // k)
+        gathered = np.empty((min(chunk, n_boot), k))
+        for start in range(0, n_boot, chunk):
+            stop = min(start + chunk, n_boot)
+            drawn = rng.random((stop - start, k))
+            drawn *= k
+            idx = drawn.astype(np.intp)
+            out = gathered[: stop - start]
+            denominator: Any = k * counts[0]
+            if not equal:
+                np.take(counts, idx, mode="clip", out=out)
+                denominator = out.sum(axis=1)
+            for i, total in enumerate(sums):
+                np.take(total, idx, mode="clip", out=out)
+                means[i, start:stop] = out.sum(axis=1) / denominator
+        for i, j in enumerate(members):
+            low, high = np.quantile(means[i], [alpha / 2.0, 1.0 - alpha / 2.0])
+            results[j] = ClusterMeanCI(k, n_trials, means_of[i], float(low), float(high), None)
+    return [r for r in results if r is not None]
+
+
+def task_mean_cis(
+    columns: Sequence[Iterable[Any] | np.ndarray | pd.Series],
+    tasks: Iterable[Any] | np.ndarray | pd.Series,
+    *,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[ClusterMeanCI]:
+    """:func:`task_mean_ci` of several columns over the same trials and tasks; columns with
+    a value on the same trials share one bootstrap draw
+    (:func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_cis`), so each result equals
+    its own :func:`task_mean_ci` call.
+
+    Examples
+    --------
+    >>> tasks = ["a", "a", "b", "c"]
+    >>> task_mean_cis([[1, 0, 1, 0], [1, 1, 0, 0]], tasks, n_boot=200) == [
+    ...     task_mean_ci([1, 0, 1, 0], tasks, n_boot=200),
+    ...     task_mean_ci([1, 1, 0, 0], tasks, n_boot=200)]
+    True
+    """
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_cis
+
+    arrays, parts, part_of = _shared_columns(columns, tasks)
+    results: list[ClusterMeanCI | None] = [None] * len(arrays)
+    for p, (finite, codes, k) in enumerate(parts):
+        members = [j for j, q in enumerate(part_of) if q == p]
+        if k == 0:
+            for j in members:
+                results[j] = ClusterMeanCI(
+                    0, 0, math.nan, math.nan, math.nan, "no computable value"
+                )
+            continue
+        sizes = np.bincount(codes, minlength=k)
+        task_means = [
+            np.bincount(codes, weights=arrays[j][finite], minlength=k) / sizes for j in members
+        ]
+        n_trials = int(finite.sum())
+        if k == 1:
+            for j, values in zip(members, task_means, strict=True):
+                results[j] = ClusterMeanCI(
+                    1,
+                    n_trials,
+                    float(values.mean()),
+                    math.nan,
+                    math.nan,
+                    "one task: no interval from a single task",
+                )
+            continue
+        intervals = bootstrap_mean_cis(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
+        for j, values, (low, high) in zip(members, task_means, intervals, strict=True):
+            results[j] = ClusterMeanCI(k, n_trials, float(values.mean()), low, high, None)
+    return [r for r in results if r is not None]
+
+
 def _majority(values: pd.Series) -> pd.Series:
     """A task's pass/fail from its pass rate: more than half passed; an even split is NaN."""
     array = values.to_numpy(dtype=float)
@@ -442,12 +604,28 @@ def correlate_by_task(
         return agg
 
     def with_trials(result: pd.DataFrame, agg: pd.DataFrame, group: str | None) -> pd.DataFrame:
+        # each group's rows selected once and each column's finite mask computed once
+        # (not one selection of the whole table per correlation row)
+        labels = None if group is None else agg[by].astype(str).to_numpy()
+        rows_of: dict[Any, np.ndarray] = {}
+        finite: dict[tuple[Any, Any], np.ndarray] = {}
+
+        def mask(name: Any, column: Any) -> np.ndarray:
+            if name not in rows_of:
+                rows_of[name] = (
+                    np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
+                )
+            if (name, column) not in finite:
+                values = agg[column].to_numpy(float)[rows_of[name]]
+                finite[(name, column)] = np.isfinite(values)
+            return finite[(name, column)]
+
+        n_trials = agg["n_trials"].to_numpy()
         counts = []
         for row in result[["group", "x", "y"]].itertuples(index=False):
-            sub = agg if group is None else agg[agg[by].astype(str) == row.group]
-            x, y = sub[row.x].to_numpy(float), sub[row.y].to_numpy(float)
-            complete = np.isfinite(x) & np.isfinite(y)
-            counts.append(int(sub["n_trials"].to_numpy()[complete].sum()))
+            name = None if group is None else row.group
+            complete = mask(name, row.x) & mask(name, row.y)
+            counts.append(int(n_trials[rows_of[name]][complete].sum()))
         result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
         return result
 

@@ -231,6 +231,11 @@ def require_columns(df: pd.DataFrame, columns: Iterable[str], *, what: str = "ta
         )
 
 
+#: ``pandas.api.types.infer_dtype`` kinds (missing cells skipped) that convert to float
+#: exactly as :func:`_scalar_to_float` does, cell by cell.
+_NUMBER_KINDS = frozenset({"floating", "integer", "mixed-integer-float", "boolean", "empty"})
+
+
 def _scalar_to_float(value: object) -> float:
     if value is None or value is pd.NA or value is pd.NaT:
         return math.nan
@@ -255,6 +260,16 @@ def as_float(series: pd.Series) -> pd.Series:
         series.dtype, pd.api.extensions.ExtensionDtype
     ):
         return series.astype(float)
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        # nullable / Arrow-backed numbers and booleans: NA becomes NaN, in one pass
+        return pd.Series(
+            series.to_numpy(dtype=float, na_value=math.nan), index=series.index, dtype=float
+        )
+    if pd.api.types.infer_dtype(series, skipna=True) in _NUMBER_KINDS:
+        # object cells that are all numbers, booleans or missing (the usual case): one pass
+        return pd.Series(
+            series.to_numpy(dtype=float, na_value=math.nan), index=series.index, dtype=float
+        )
     try:
         return pd.Series(
             [_scalar_to_float(v) for v in series.tolist()], index=series.index, dtype=float

@@ -77,7 +77,7 @@ from retrieval_lib.stats.columns import (
     resolve_metrics,
 )
 from retrieval_lib.stats.multiple import benjamini_hochberg, holm
-from retrieval_lib.stats.permutation import N_RESAMPLES, permutation_p
+from retrieval_lib.stats.permutation import MONTE_CARLO_MAX_N, N_RESAMPLES, permutation_p
 
 __all__ = [
     "CORRELATION_COLUMNS",
@@ -315,7 +315,10 @@ def _spearman_row(
     res = stats.spearmanr(xs, ys)
     r = _coefficient(res.statistic)
     ci, ci_reason = _fisher_ci(r, n, 1.0 + r * r / 2.0)
-    p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
+    if n > MONTE_CARLO_MAX_N:  # no permutation p at this n: the ranks would go unused
+        p_value, p_method = float(res.pvalue), "asymptotic"
+    else:
+        p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
     return _row(
         x,
         y,

@@ -127,7 +127,13 @@ def complete_blocks(
 
 
 def friedman(
-    data: pd.DataFrame, dv: str, within: str, subject: str, *, min_n: int = 3
+    data: pd.DataFrame,
+    dv: str,
+    within: str,
+    subject: str,
+    *,
+    min_n: int = 3,
+    blocks: tuple[pd.DataFrame, int] | None = None,
 ) -> pd.DataFrame:
     """Friedman test of ``dv`` across the conditions ``within`` over ``subject`` blocks.
 
@@ -139,6 +145,8 @@ def friedman(
         Value, condition and subject (block) columns.
     min_n : int
         Fewest complete subjects for a test.
+    blocks : (pandas.DataFrame, int), optional
+        :func:`complete_blocks` of the same arguments, already made (not made again).
 
     Returns
     -------
@@ -154,7 +162,7 @@ def friedman(
     ``Q = [12 / (n k (k + 1)) * sum(R_j^2) - 3 n (k + 1)] / C`` with the tie correction
     ``C = 1 - sum(t^3 - t) / (n k (k^2 - 1))``; ``p = P(chi2(k - 1) >= Q)``.
     """
-    wide, dropped = complete_blocks(data, dv, within, subject)
+    wide, dropped = blocks if blocks is not None else complete_blocks(data, dv, within, subject)
     n, k = wide.shape
     row: dict[str, object] = dict.fromkeys(FRIEDMAN_COLUMNS, math.nan)
     row.update(dv=dv, n=n, k=k, n_dropped=dropped, ddof1=k - 1, tested=False, reason=None)
@@ -193,6 +201,7 @@ def pairwise_wilcoxon(
     padjust: str = "holm",
     min_n: int = 3,
     alpha: float = 0.05,
+    blocks: tuple[pd.DataFrame, int] | None = None,
 ) -> pd.DataFrame:
     """Wilcoxon signed-rank test of every pair of conditions on the complete subjects.
 
@@ -208,6 +217,8 @@ def pairwise_wilcoxon(
         Fewest complete subjects for a test.
     alpha : float
         Level of the t interval of the mean delta (``1 - alpha``).
+    blocks : (pandas.DataFrame, int), optional
+        :func:`complete_blocks` of the same arguments, already made (not made again).
 
     Returns
     -------
@@ -228,7 +239,7 @@ def pairwise_wilcoxon(
     """
     if padjust not in ("holm", "none"):
         raise StatisticsError(f"padjust must be 'holm' or 'none', not {padjust!r}")
-    wide, _ = complete_blocks(data, dv, within, subject)
+    wide, _ = blocks if blocks is not None else complete_blocks(data, dv, within, subject)
     rows = []
     for a, b in itertools.combinations(list(wide.columns), 2):
         res = paired_comparison(

@@ -81,6 +81,7 @@ __all__ = [
     "PAIRED_COLUMNS",
     "WilcoxonResult",
     "bootstrap_mean_ci",
+    "bootstrap_mean_cis",
     "compare_matched",
     "mcnemar_exact",
     "paired_comparison",
@@ -279,6 +280,60 @@ def bootstrap_mean_ci(
         means[start:stop] = data[idx].mean(axis=1)
     low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
     return float(low), float(high)
+
+
+def bootstrap_mean_cis(
+    columns: Sequence[Sequence[float] | np.ndarray],
+    *,
+    n_boot: int = 10000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> list[tuple[float, float]]:
+    """:func:`bootstrap_mean_ci` (percentile) of several columns of one length, drawn once.
+
+    The resampled indices depend only on the seed, the length and ``n_boot``, so columns of
+    one length share them: each interval equals its own :func:`bootstrap_mean_ci` call, for
+    the cost of one draw (e.g. a group's reward and pass rate over the same tasks).
+
+    Raises
+    ------
+    StatisticsError
+        As :func:`bootstrap_mean_ci`, or columns of different lengths.
+
+    Examples
+    --------
+    >>> a, b = [0.0, 1.0, 1.0, 0.0], [0.5, 0.5, 1.0, 0.0]
+    >>> bootstrap_mean_cis([a, b], n_boot=300, seed=2) == [
+    ...     bootstrap_mean_ci(a, n_boot=300, seed=2), bootstrap_mean_ci(b, n_boot=300, seed=2)]
+    True
+    """
+    data = [np.asarray(c, dtype=float).reshape(-1) for c in columns]
+    if not data:
+        return []
+    if n_boot < 1:
+        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
+    if not 0.0 < alpha < 1.0:
+        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
+    n = data[0].size
+    if any(d.size != n for d in data):
+        raise StatisticsError("bootstrap_mean_cis: the columns must have one length")
+    if n == 0:
+        raise StatisticsError("no values to bootstrap")
+    if not all(np.isfinite(d).all() for d in data):
+        raise StatisticsError("bootstrap values must be finite (drop missing values first)")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    means = np.empty((len(data), n_boot))
+    chunk = max(1, _BOOT_CELLS // n)
+    for start in range(0, n_boot, chunk):
+        stop = min(start + chunk, n_boot)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        for j, values in enumerate(data):
+            means[j, start:stop] = values[idx].mean(axis=1)
+    out = []
+    for row in means:
+        low, high = np.quantile(row, [alpha / 2.0, 1.0 - alpha / 2.0])
+        out.append((float(low), float(high)))
+    return out
 
 
 class WilcoxonResult(NamedTuple):

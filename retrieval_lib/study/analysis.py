@@ -44,13 +44,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from retrieval_lib.stats.means import mean_ci
-
 __all__ = [
     "FLAG_RULES",
     "TIERS",
     "fit_lines",
     "flag_table",
+    "is_in",
     "largest_deltas",
     "leaderboard",
     "matched_overview",
@@ -81,24 +80,42 @@ _AT_LEAST_HALF = "≥ 0.5 (cumulative)"
 _NOT_COMPUTABLE = "not computable"
 
 
-def _ci(
-    values: Any,
+def _cis(
+    columns: Mapping[str, pd.Series],
     alpha: float,
     n_boot: int,
     seed: int,
-    prefix: str,
-    tasks: Any,
+    tasks: pd.Series,
     method: str,
 ) -> dict[str, Any]:
-    r = mean_ci(values, alpha=alpha, n_boot=n_boot, seed=seed, tasks=tasks, method=method)
-    return {
-        f"{prefix}_n": r.n,
-        f"{prefix}_n_tasks": r.n,
-        f"{prefix}_n_trials": r.n_trials,
-        f"{prefix}_mean": r.mean,
-        f"{prefix}_ci_low": r.ci_low,
-        f"{prefix}_ci_high": r.ci_high,
-    }
+    """Mean, CI and ``n`` of several columns over the same trials (``<prefix>_n``, ``_n_tasks``,
+    ``_n_trials``, ``_mean``, ``_ci_low``, ``_ci_high``): the values
+    :func:`~retrieval_lib.stats.means.mean_ci` gives with ``tasks`` and ``method``,
+    with columns missing on the same trials sharing one bootstrap draw
+    (:func:`~retrieval_lib.stats.clustered.task_mean_cis` / ``cluster_bootstrap_means``)."""
+    from retrieval_lib.errors import InputError, StatisticsError
+    from retrieval_lib.stats.clustered import cluster_bootstrap_means, task_mean_cis
+
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha}")
+    if n_boot < 1:
+        raise InputError(f"n_boot must be at least 1, got {n_boot}")
+    estimate = task_mean_cis if method == "aggregate" else cluster_bootstrap_means
+    try:
+        results = estimate(list(columns.values()), tasks, alpha=alpha, n_boot=n_boot, seed=seed)
+    except StatisticsError as exc:
+        raise InputError(str(exc)) from None
+    out: dict[str, Any] = {}
+    for prefix, r in zip(columns, results, strict=True):
+        out |= {
+            f"{prefix}_n": r.n_tasks,
+            f"{prefix}_n_tasks": r.n_tasks,
+            f"{prefix}_n_trials": r.n_trials,
+            f"{prefix}_mean": r.mean,
+            f"{prefix}_ci_low": r.ci_low,
+            f"{prefix}_ci_high": r.ci_high,
+        }
+    return out
 
 
 def _ci_columns(prefix: str) -> list[str]:
@@ -127,7 +144,32 @@ def _mean_n(values: pd.Series) -> tuple[float, int]:
 
 def _as_bool_float(values: pd.Series) -> pd.Series:
     """``passed`` as 1.0/0.0 with missing kept missing."""
+    if pd.api.types.is_bool_dtype(values):  # numpy or nullable booleans: one pass
+        return pd.Series(
+            values.to_numpy(dtype=float, na_value=math.nan), index=values.index, name=values.name
+        )
     return values.map(lambda v: math.nan if v is None or v is pd.NA or v != v else float(bool(v)))
+
+
+def is_in(values: pd.Series, allowed: pd.Series) -> np.ndarray:
+    """``values.isin(allowed)`` as a boolean array, in one C pass with pyarrow when it is
+    installed (pandas' Arrow-string ``isin`` converts every cell to a Python object).
+
+    Examples
+    --------
+    >>> is_in(pd.Series(["a", "b", None]), pd.Series(["b", "c"])).tolist()
+    [False, True, False]
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:  # pragma: no cover - pyarrow is in the study's extras
+        return values.isin(allowed).to_numpy(dtype=bool)
+    try:
+        found = pc.is_in(pa.array(values, from_pandas=True), value_set=pa.array(allowed))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return values.isin(allowed).to_numpy(dtype=bool)
+    return found.to_numpy(zero_copy_only=False).astype(bool)
 
 
 # --------------------------------------------------------------------------- overview
@@ -246,7 +288,10 @@ def leaderboard(
     rows = []
     model = trials["model"].astype(object).where(trials["model"].notna(), "(unknown)")
     all_tasks = task_keys(trials)
-    for (model_name, family), sub in trials.groupby([model, trials["config_family"]], sort=True):
+    read = ["config_name", "run_id", "reward", "passed", "total_tokens", "cost_usd"]
+    read.append("agent_execution_seconds")
+    narrow = trials[[c for c in read if c in trials.columns]]  # no wide per-group copies
+    for (model_name, family), sub in narrow.groupby([model, trials["config_family"]], sort=True):
         tasks = all_tasks.loc[sub.index]
         row: dict[str, Any] = {
             "model": model_name,
@@ -256,8 +301,8 @@ def leaderboard(
             "tasks": int(tasks.nunique()),
             "trials": len(sub),
         }
-        row |= _ci(sub["reward"], alpha, n_boot, seed, "reward", tasks, "aggregate")
-        row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass", tasks, "aggregate")
+        both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
+        row |= _cis(both, alpha, n_boot, seed, tasks, "aggregate")
         for column, stem in (
             ("total_tokens", "tokens"),
             ("cost_usd", "cost_usd"),
@@ -301,6 +346,15 @@ def _tier(value: float) -> str:
     return "1"
 
 
+def _tiers(values: np.ndarray) -> np.ndarray:
+    """:func:`_tier` of every value at once."""
+    return np.select(
+        [~np.isfinite(values), values <= 0.0, values < 0.5, values < 1.0],
+        [_NOT_COMPUTABLE, "0", "(0, 0.5)", "[0.5, 1)"],
+        default="1",
+    ).astype(object)
+
+
 def retrieval_tiers(
     trials: pd.DataFrame,
     metric: str = "file.recall",
@@ -330,18 +384,19 @@ def retrieval_tiers(
 
     all_tasks = task_keys(trials)
     values = _numbers(trials[metric]) if metric in trials.columns else np.full(len(trials), np.nan)
-    tiers = pd.Series([_tier(v) for v in values], index=trials.index)
+    tiers = pd.Series(_tiers(values), index=trials.index)
+    at_least_half = pd.Series(np.nan_to_num(values, nan=-1.0) >= 0.5, index=trials.index)
+    families = trials["config_family"].astype(str)
+    narrow = trials[["reward", "passed"]]  # the columns a tier's row reads (no wide copies)
     rows = []
-    for family in sorted(trials["config_family"].astype(str).unique()):
-        in_family = trials["config_family"].astype(str) == family
+    for family in sorted(families.unique()):
+        in_family = families == family
         for tier in (*TIERS, _AT_LEAST_HALF, _NOT_COMPUTABLE):
             if tier == _AT_LEAST_HALF:
-                mask = in_family & pd.Series(
-                    np.nan_to_num(values, nan=-1.0) >= 0.5, index=trials.index
-                )
+                mask = in_family & at_least_half
             else:
                 mask = in_family & (tiers == tier)
-            sub = trials[mask]
+            sub = narrow[mask]
             tasks = all_tasks[mask]
             row = {
                 "config_family": family,
@@ -349,8 +404,8 @@ def retrieval_tiers(
                 "n_tasks": int(tasks.nunique()),
                 "n_trials": len(sub),
             }
-            row |= _ci(sub["reward"], alpha, n_boot, seed, "reward", tasks, "cluster")
-            row |= _ci(_as_bool_float(sub["passed"]), alpha, n_boot, seed, "pass", tasks, "cluster")
+            both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
+            row |= _cis(both, alpha, n_boot, seed, tasks, "cluster")
             rows.append(row)
     columns = [
         "config_family",
@@ -413,45 +468,58 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
     ]
     if events.empty:
         return pd.DataFrame(columns=columns)
-    has_gt = (
-        events["trial_id"]
-        .map(trials.set_index("trial_id")["has_ground_truth"].fillna(False).astype(bool))
-        .fillna(False)
+    # one pass per column over the events, one group-by (no per-group frames)
+    ground_truth = trials.set_index("trial_id")["has_ground_truth"].fillna(False).astype(bool)
+    has_gt = events["trial_id"].map(ground_truth).fillna(False).astype(bool).to_numpy()
+    is_error = events["is_error"].astype(bool).to_numpy()
+    surfaced = (
+        has_gt
+        & events["hits_ground_truth"].astype(bool).to_numpy()
+        & ~is_error
+        & (events["tool_category"] != "file_write").to_numpy(dtype=bool)
     )
-    work = events.assign(
-        _gt=has_gt.astype(bool),
-        _surfaced=has_gt.astype(bool)
-        & events["hits_ground_truth"].astype(bool)
-        & ~events["is_error"].astype(bool)
-        & (events["tool_category"] != "file_write"),
-        _first=events["first_found_ground_truth_files"].map(len),
+    first = np.fromiter(
+        map(len, events["first_found_ground_truth_files"].to_numpy(dtype=object)),
+        dtype=np.int64,
+        count=len(events),
     )
-    rows = []
-    for key, sub in work.groupby(keys, sort=True):
-        key_values = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        calls_gt = int(sub["_gt"].sum())
-        surfaced = int(sub["_surfaced"].sum())
-        tokens = _numbers(sub["attributed_tokens"])
-        seconds = _numbers(sub["attributed_seconds"])
-        tokens, seconds = tokens[np.isfinite(tokens)], seconds[np.isfinite(seconds)]
-        rows.append(
-            key_values
-            | {
-                "calls": len(sub),
-                "trials": int(sub["trial_id"].nunique()),
-                "failed_calls": int(sub["is_error"].astype(bool).sum()),
-                "calls_with_ground_truth": calls_gt,
-                "surfaced_ground_truth_calls": surfaced,
-                "share_surfaced_ground_truth": surfaced / calls_gt if calls_gt else math.nan,
-                "ground_truth_files_first_found": int(sub["_first"].sum()),
-                "tokens_n": int(tokens.size),
-                "tokens": float(tokens.sum()) if tokens.size else math.nan,
-                "tokens_per_call": float(tokens.mean()) if tokens.size else math.nan,
-                "seconds_n": int(seconds.size),
-                "seconds": float(seconds.sum()) if seconds.size else math.nan,
-                "seconds_per_call": float(seconds.mean()) if seconds.size else math.nan,
-            }
-        )
+    tokens, seconds = _numbers(events["attributed_tokens"]), _numbers(events["attributed_seconds"])
+    work = events[keys].assign(
+        _trial=events["trial_id"],
+        _gt=has_gt.astype(np.int64),
+        _surfaced=surfaced.astype(np.int64),
+        _error=is_error.astype(np.int64),
+        _first=first,
+        _tokens=np.where(np.isfinite(tokens), tokens, np.nan),
+        _seconds=np.where(np.isfinite(seconds), seconds, np.nan),
+    )
+    grouped = work.groupby(keys, sort=True)
+    agg = grouped.agg(
+        calls=("_gt", "size"),
+        trials=("_trial", "nunique"),
+        failed_calls=("_error", "sum"),
+        calls_with_ground_truth=("_gt", "sum"),
+        surfaced_ground_truth_calls=("_surfaced", "sum"),
+        ground_truth_files_first_found=("_first", "sum"),
+        tokens_n=("_tokens", "count"),
+        tokens=("_tokens", "sum"),
+        tokens_per_call=("_tokens", "mean"),
+        seconds_n=("_seconds", "count"),
+        seconds=("_seconds", "sum"),
+        seconds_per_call=("_seconds", "mean"),
+    ).reset_index()
+    for stem in ("tokens", "seconds"):  # no value: NaN, not a sum of 0
+        agg.loc[agg[f"{stem}_n"] == 0, stem] = math.nan
+    calls_gt = agg["calls_with_ground_truth"].to_numpy(dtype=float)
+    agg["share_surfaced_ground_truth"] = np.where(
+        calls_gt > 0,
+        agg["surfaced_ground_truth_calls"].to_numpy(dtype=float)
+        / np.where(calls_gt > 0, calls_gt, 1.0),
+        math.nan,
+    )
+    counts = [c for c in columns[len(keys) :] if c.endswith(("calls", "trials", "_n", "found"))]
+    agg = agg.astype({c: int for c in counts if c != "share_surfaced_ground_truth"})
+    rows = agg[columns].to_dict("records")
     out = pd.DataFrame(rows, columns=columns)
     name = "tool" if by == "tool" else "tool_category"
     out = out.sort_values(

@@ -48,21 +48,26 @@ import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import StatisticsError
 
+if TYPE_CHECKING:
+    from retrieval_lib.stats.paired import MatchResult
+
 __all__ = [
     "FamilyComparison",
     "comparison_pairs",
     "compare_families",
     "family_comparisons",
+    "family_matches",
     "latex_text",
     "model_effects",
     "model_interactions",
+    "model_match",
     "reference_family",
     "write_comparison",
 ]
@@ -161,6 +166,76 @@ def _frame(trials: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns={"config_family": "config_name"})
 
 
+def family_matches(
+    trials: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    metrics: Sequence[str],
+    *,
+    combine: str = "mean",
+    strict_harness_version: bool = False,
+) -> dict[tuple[str, str], MatchResult]:
+    """The matched tasks of each pair of families present, over every model at once.
+
+    The matching key holds the model, so the tasks one model matched are the rows of these
+    matches with that model (:func:`model_match`): :func:`family_comparisons`,
+    :func:`model_effects` and :func:`model_interactions` can share one matching per pair.
+    """
+    from retrieval_lib.stats.paired import match_tasks
+
+    frame = _frame(trials)
+    present = set(frame["config_name"].astype(str))
+    return {
+        (base, treat): match_tasks(
+            frame,
+            base,
+            treat,
+            combine=combine,
+            value_columns=list(metrics),
+            strict_harness_version=strict_harness_version,
+        )
+        for base, treat in pairs
+        if base in present and treat in present
+    }
+
+
+def model_match(match: MatchResult, model: str) -> MatchResult:
+    """The matched tasks of ``match`` whose model is ``model`` (:data:`UNKNOWN_MODEL`: the
+    trials without a model), as matching that model's trials alone gives them (``unmatched``
+    is not kept: its reasons name the other models).
+
+    Raises
+    ------
+    StatisticsError
+        A strict-harness-version match (its left-out pairs are not counted per model).
+    """
+    from dataclasses import replace
+
+    if match.strict_harness_version:
+        raise StatisticsError("model_match: a strict-harness-version match cannot be split")
+    shown = match.keys["model"].astype(object)
+    mask = (shown.where(shown.notna(), UNKNOWN_MODEL).astype(str) == model).to_numpy()
+    return replace(
+        match,
+        keys=match.keys[mask],
+        baseline_values=match.baseline_values[mask],
+        treatment_values=match.treatment_values[mask],
+        unmatched=match.unmatched.iloc[0:0],
+        n_unverified=int(match.keys["harness_version_unverified"].to_numpy(dtype=bool)[mask].sum()),
+    )
+
+
+def _shared(
+    matches: Mapping[tuple[str, str], MatchResult] | None,
+    pair: tuple[str, str],
+    metrics: Sequence[str],
+) -> MatchResult | None:
+    """``matches[pair]`` when it holds every column of ``metrics``."""
+    found = None if matches is None else matches.get(pair)
+    if found is None or not set(metrics) <= set(found.value_columns):
+        return None
+    return found
+
+
 def _matched(
     frame: pd.DataFrame,
     pairs: Sequence[tuple[str, str]],
@@ -169,7 +244,11 @@ def _matched(
     combine: str,
     strict_harness_version: bool,
     min_pairs: int,
+    matches: Mapping[tuple[str, str], MatchResult] | None = None,
+    model: str | None = None,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame]]:
+    """Compare each pair present in ``frame``; a pair of ``matches`` (made over every model)
+    is reused, restricted to ``model`` when one is given."""
     from retrieval_lib.stats.paired import match_tasks
     from retrieval_lib.stats.paired_tests import compare_matched
 
@@ -178,14 +257,18 @@ def _matched(
     for base, treat in pairs:
         if base not in present or treat not in present:
             continue
-        match = match_tasks(
-            frame,
-            base,
-            treat,
-            combine=combine,
-            value_columns=list(metrics),
-            strict_harness_version=strict_harness_version,
-        )
+        match = _shared(matches, (base, treat), metrics)
+        if match is not None and model is not None:
+            match = None if match.strict_harness_version else model_match(match, model)
+        if match is None:
+            match = match_tasks(
+                frame,
+                base,
+                treat,
+                combine=combine,
+                value_columns=list(metrics),
+                strict_harness_version=strict_harness_version,
+            )
         parts.append(compare_matched(match, list(metrics), min_n=min_pairs, n_boot=1))
         per_task[(base, treat)] = match.per_task()
     if not parts:
@@ -242,6 +325,7 @@ def family_comparisons(
     combine: str = "mean",
     strict_harness_version: bool = False,
     min_pairs: int = 3,
+    matches: Mapping[tuple[str, str], MatchResult] | None = None,
 ) -> pd.DataFrame:
     """Matched comparison of every family with the reference (or of every pair).
 
@@ -258,6 +342,9 @@ def family_comparisons(
         Every pair of families, not only the reference against each.
     combine, strict_harness_version, min_pairs
         As in :func:`~retrieval_lib.stats.paired.match_tasks` and the paired tests.
+    matches : mapping, optional
+        :func:`family_matches` of these trials under the same options, reused (a pair
+        missing or without a metric is matched here).
 
     Returns
     -------
@@ -277,6 +364,7 @@ def family_comparisons(
         combine=combine,
         strict_harness_version=strict_harness_version,
         min_pairs=min_pairs,
+        matches=matches,
     )
     return _effects(table)[_EFFECT_COLUMNS]
 
@@ -299,9 +387,11 @@ def _matched_by_model(
     combine: str,
     strict_harness_version: bool,
     min_pairs: int,
+    matches: Mapping[tuple[str, str], MatchResult] | None = None,
 ) -> tuple[str, dict[str, tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame]]]]:
     """The reference family, and per model (sorted) the matched comparisons of every family
-    against it on that model's trials: ``(table, per-task deltas)`` of :func:`_matched`."""
+    against it on that model's trials: ``(table, per-task deltas)`` of :func:`_matched`
+    (``matches``, made over every model, reused for each model's rows)."""
     models = _models(trials)
     ref = reference_family(trials["config_family"].astype(str).unique(), reference, baseline)
     by_model = {}
@@ -315,6 +405,8 @@ def _matched_by_model(
             combine=combine,
             strict_harness_version=strict_harness_version,
             min_pairs=min_pairs,
+            matches=matches,
+            model=model,
         )
     return ref, by_model
 
@@ -328,15 +420,17 @@ def model_effects(
     combine: str = "mean",
     strict_harness_version: bool = False,
     min_pairs: int = 3,
+    matches: Mapping[tuple[str, str], MatchResult] | None = None,
 ) -> pd.DataFrame:
     """The matched effect of each family against the reference, per model.
 
     Columns: ``model`` + the columns of :func:`family_comparisons`; ``p_holm`` is Holm over
     every tested (model, family, metric) row. Sorted by family, metric, model so the models
-    of one effect are side by side.
+    of one effect are side by side. ``matches``: :func:`family_matches` of these trials
+    (every model) under the same options, whose rows of each model are reused.
     """
     _, by_model = _matched_by_model(
-        trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs
+        trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs, matches
     )
     parts = [table.assign(model=model) for model, (table, _) in by_model.items() if not table.empty]
     columns = ["model", *_EFFECT_COLUMNS]
@@ -380,6 +474,7 @@ def model_interactions(
     strict_harness_version: bool = False,
     min_pairs: int = 3,
     alpha: float = 0.05,
+    matches: Mapping[tuple[str, str], MatchResult] | None = None,
 ) -> pd.DataFrame:
     """Does a family's effect differ by model? The difference of differences with its CI.
 
@@ -389,6 +484,7 @@ def model_interactions(
     ``effect_b`` the mean deltas over those same tasks, and the ``1 - alpha`` **t interval
     over tasks** (paired by task: the task is the unit). Fewer than ``max(min_pairs, 2)``
     common tasks, or constant differences, leave it untested with the reason.
+    ``matches``: :func:`family_matches` of these trials (every model), reused per model.
 
     Columns: ``reference, family, metric, model_a, model_b, n, effect_a, effect_b,
     diff_of_diff, ci_low, ci_high, ci_method, tested, reason``.
@@ -406,7 +502,7 @@ def model_interactions(
     from retrieval_lib.stats.paired_tests import t_mean_ci
 
     ref, by_model = _matched_by_model(
-        trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs
+        trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs, matches
     )
     deltas: dict[tuple[str, str], pd.DataFrame] = {
         (model, family): frame
@@ -747,17 +843,24 @@ def compare_families(
         model_pairs = []
         model_rows: list[dict[str, Any]] = []
         for metric in metrics:
+            blocks = complete_blocks(sub, metric, "config_family", "task_name")  # made once
             omnibus.append(
-                friedman(sub, metric, "config_family", "task_name", min_n=min_pairs).assign(
-                    model=model
-                )
+                friedman(
+                    sub, metric, "config_family", "task_name", min_n=min_pairs, blocks=blocks
+                ).assign(model=model)
             )
             model_pairs.append(
                 pairwise_wilcoxon(
-                    sub, metric, "config_family", "task_name", min_n=min_pairs, alpha=alpha
+                    sub,
+                    metric,
+                    "config_family",
+                    "task_name",
+                    min_n=min_pairs,
+                    alpha=alpha,
+                    blocks=blocks,
                 ).assign(model=model)
             )
-            wide, _ = complete_blocks(sub, metric, "config_family", "task_name")
+            wide, _ = blocks
             model_rows.extend(
                 {"model": model, "letter": letters[row["config_family"]], **row}
                 for row in _family_means(wide, families, metric, n_boot, seed, alpha)

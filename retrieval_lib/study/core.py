@@ -111,7 +111,7 @@ class Study:
         ``ground_truth_source``, ``ground_truth_confidence``, ``output_tokens_placeholder``)
         and the confidence ``flags`` / ``confidence_flagged``.
     events : pandas.DataFrame
-        One row per tool call (:data:`retrieval_lib.study.loader.EVENT_COLUMNS`).
+        One row per tool call (:data:`retrieval_lib.events.study_rows.EVENT_COLUMNS`).
     exclusions : pandas.DataFrame
         Trials left out before the analysis (normalisation or reading failed), with why.
     config_map : dict
@@ -184,7 +184,7 @@ class Study:
     def tool_value(self, by: str = "tool") -> pd.DataFrame:
         """What each tool or category brought (:func:`retrieval_lib.study.analysis.tool_value`)."""
         analysed = self.analysed
-        events = self.events[self.events["trial_id"].isin(analysed["trial_id"])]
+        events = self.events[analysis.is_in(self.events["trial_id"], analysed["trial_id"])]
         return analysis.tool_value(events, analysed, by=by)
 
     def family_pairs(self) -> list[tuple[str, str]]:
@@ -274,6 +274,23 @@ class Study:
         )
         return list(dict.fromkeys(["reward", "passed", *chosen]))
 
+    @functools.cached_property
+    def _family_matches(self) -> dict[tuple[str, str], Any]:
+        """One matching per compared family pair over every model, shared by
+        :meth:`family_comparisons`, :meth:`model_effects` and :meth:`model_interactions`."""
+        from retrieval_lib.study.compare import comparison_pairs, family_matches, reference_family
+
+        o = self.options
+        families = self.analysed["config_family"].astype(str).unique()
+        reference = reference_family(families, o.reference_family, o.baseline)
+        return family_matches(
+            self.analysed,
+            comparison_pairs(families, reference, all_pairs=o.all_pairs),
+            self._compare_metrics(None),
+            combine=o.combine,
+            strict_harness_version=o.strict_harness_version,
+        )
+
     def family_comparisons(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
         """Every family against the reference family (every pair with ``all_pairs``) on
         matched tasks, Holm over pairs × metrics
@@ -290,6 +307,7 @@ class Study:
             combine=o.combine,
             strict_harness_version=o.strict_harness_version,
             min_pairs=o.min_pairs,
+            matches=self._family_matches,
         )
 
     def compare(self, metrics: Sequence[str] | None = None) -> FamilyComparison:
@@ -322,6 +340,7 @@ class Study:
             combine=o.combine,
             strict_harness_version=o.strict_harness_version,
             min_pairs=o.min_pairs,
+            matches=self._family_matches,
         )
 
     def model_interactions(self, metrics: Sequence[str] = ("reward",)) -> pd.DataFrame:
@@ -339,6 +358,7 @@ class Study:
             strict_harness_version=o.strict_harness_version,
             min_pairs=o.min_pairs,
             alpha=o.alpha,
+            matches=self._family_matches,
         )
 
     def calibration(self, metric: str) -> pd.DataFrame:

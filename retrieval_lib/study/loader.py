@@ -16,9 +16,9 @@ document. :func:`read_evaluated` reads evaluated runs into the tables of a
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
 
-Why one module of this length: the up-to-date check and the readers follow the same files
-of an evaluated run (completion record, metrics table, study tables), and a change to one
-of those files must change both.
+Why one module of this length: the fingerprints, the preparation and the reading all
+check the same completion record and run layout; the rows themselves are built in
+:mod:`retrieval_lib.events.study_rows`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,11 +43,10 @@ from retrieval_lib.events.study_rows import (
     LIST_COLUMNS,
     STUDY_EVENTS_FILENAME,
     STUDY_TRIALS_FILENAME,
+    document_values,
     event_rows,
-    short_tool_name,
     trial_id_of,
 )
-from retrieval_lib.events.study_rows import document_values as _document_values
 from retrieval_lib.metrics.stages import DEFAULT_K, normalize_k
 from retrieval_lib.study.families import config_families
 
@@ -55,23 +54,16 @@ if TYPE_CHECKING:
     from retrieval_lib.runs import LeftOut
 
 __all__ = [
-    "DOCUMENT_COLUMNS",
-    "EVENT_COLUMNS",
-    "FINGERPRINT_FILENAME",
     "PreparedRuns",
     "StudyTables",
     "documents_events",
-    "event_rows",
     "input_fingerprint",
     "listing_fingerprint",
     "prepare_runs",
     "read_evaluated",
-    "short_tool_name",
     "tasks_fingerprint",
 ]
 
-#: The study's fingerprint lives in the run's completion record (one file, one mechanism).
-FINGERPRINT_FILENAME = COMPLETION_FILENAME
 #: Task-definition files that ground truth is read from (the rest of a task folder, such
 #: as a repository checkout, does not change the analysis).
 _TASK_FILES = ("task.toml", "instruction.md")
@@ -116,11 +108,6 @@ def _task_stats(tasks_root: Path) -> Iterable[tuple[str, int, int]]:
     return found
 
 
-def _code_fingerprint() -> str:
-    """A hash of the package's own code (:func:`retrieval_lib.completion.code_fingerprint`)."""
-    return code_fingerprint()
-
-
 def input_fingerprint(
     run_dir: str | Path,
     tasks_root: str | Path | None,
@@ -147,15 +134,9 @@ def input_fingerprint(
     >>> a == input_fingerprint(run, None)
     False
     """
-    digest = hashlib.sha256()
-    digest.update(
-        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
-    )
-    for rel, size, mtime in _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME):
-        digest.update(f"run {rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
-    if tasks_root is not None:
-        digest.update(f"tasks {tasks_digest or tasks_fingerprint(tasks_root)}\n".encode())
-    return digest.hexdigest()
+    walk = _walk_stats(Path(run_dir), skip=EVENTS_DIRNAME)
+    lines = (f"run {rel}\0{size}\0{mtime}\n" for rel, size, mtime in walk)
+    return _fingerprint(lines, tasks_root, k, tasks_digest)
 
 
 def listing_fingerprint(
@@ -184,15 +165,15 @@ def listing_fingerprint(
     >>> a == listing_fingerprint(run, None)
     False
     """
-    digest = hashlib.sha256()
-    digest.update(
-        f"retrieval_lib {__version__} {_code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
-    )
+    return _fingerprint(_listing_lines(run_dir), tasks_root, k, tasks_digest)
+
+
+def _listing_lines(run_dir: str | Path) -> Iterator[str]:
     try:
         entries = sorted(os.scandir(run_dir), key=lambda e: e.name)
     except OSError as exc:
-        entries = []
-        digest.update(f"unlisted {exc.strerror}\n".encode())
+        yield f"unlisted {exc.strerror}\n"
+        return
     for entry in entries:
         if entry.name == EVENTS_DIRNAME:
             continue
@@ -200,7 +181,22 @@ def listing_fingerprint(
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        line = f"run {entry.name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n"
+        yield f"run {entry.name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\n"
+
+
+def _fingerprint(
+    run_lines: Iterable[str],
+    tasks_root: str | Path | None,
+    k: Sequence[int],
+    tasks_digest: str | None,
+) -> str:
+    """The hash of the library (version, code, cut-offs), the run's ``run_lines`` and
+    the task definitions: :func:`input_fingerprint` and :func:`listing_fingerprint`."""
+    digest = hashlib.sha256()
+    digest.update(
+        f"retrieval_lib {__version__} {code_fingerprint()}; k={list(normalize_k(k))}\n".encode()
+    )
+    for line in run_lines:
         digest.update(line.encode("utf-8", "surrogateescape"))
     if tasks_root is not None:
         digest.update(f"tasks {tasks_digest or tasks_fingerprint(tasks_root)}\n".encode())
@@ -706,7 +702,7 @@ def _decoded_rows(
             details.append({"trial_id": trial_id, "config_family": family, "_ok": False})
             continue
         details.append(
-            {"trial_id": trial_id, "config_family": family, "_ok": True} | _document_values(doc)
+            {"trial_id": trial_id, "config_family": family, "_ok": True} | document_values(doc)
         )
         event_data.extend(event_rows(doc, trial_id, family))
     return details, pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))

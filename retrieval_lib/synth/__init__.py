@@ -6,14 +6,13 @@ manifest of the facts every trial's files contain. The bundled ``examples/`` fol
 its output for ``retrieval-lib synth --out examples --scale example``.
 """
 
-from retrieval_lib.synth.generator import (
-    SCALES,
+from retrieval_lib.synth.generator import SCALES, generate_runs
+from retrieval_lib.synth.manifest import (
     CallFacts,
     RunFacts,
     SynthManifest,
     TaskFacts,
     TrialFacts,
-    generate_runs,
 )
 
 __all__ = [

@@ -40,7 +40,6 @@ from retrieval_lib.synth.formats import (
 )
 from retrieval_lib.synth.manifest import (
     MANIFEST_NAME,
-    CallFacts,
     RunFacts,
     SynthManifest,
     TaskFacts,
@@ -58,17 +57,7 @@ from retrieval_lib.synth.trial import (
     Writer,
 )
 
-__all__ = [
-    "BASELINE_CONFIG",
-    "MCP_CONFIG",
-    "SCALES",
-    "CallFacts",
-    "RunFacts",
-    "SynthManifest",
-    "TaskFacts",
-    "TrialFacts",
-    "generate_runs",
-]
+__all__ = ["SCALES", "generate_runs"]
 
 HARNESS_VERSION = "2.1.62"
 ARCHIVED_HARNESS_VERSION = "2.1.50"
@@ -321,10 +310,7 @@ class _Context:
         self.out = out
         self.writer = writer
         self.seed = seed
-        self.read_span = read_span
-        self.target_bytes = target_bytes or 0
-        self.call_facts = call_facts
-        self.trials = TrialWriter(out, writer, read_span, self.target_bytes, call_facts)
+        self.trials = TrialWriter(out, writer, read_span, target_bytes or 0, call_facts)
 
     # -- runs ----------------------------------------------------------------------------
     def all_runs(

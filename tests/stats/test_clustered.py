@@ -176,3 +176,37 @@ def test_aggregation_refuses_missing_columns_and_keeps_empty_tables_typed():
 def test_n_text_says_tasks_and_trials():
     assert n_text(40, 209) == "40 tasks, 209 trials"
     assert n_text(1, 2) == "1 task, 2 trials"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_joint_intervals_equal_one_call_per_column(seed):
+    """cluster_bootstrap_means / task_mean_cis / bootstrap_mean_cis share a draw between
+    columns missing on the same trials; every result must equal its own call exactly."""
+    from retrieval_lib.stats.clustered import (
+        cluster_bootstrap_means,
+        task_mean_ci,
+        task_mean_cis,
+    )
+    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci, bootstrap_mean_cis
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    tasks = pd.Series([f"t{i}" for i in rng.integers(0, 90 if seed else 1, size=n)])
+    a = rng.random(n)
+    a[rng.random(n) < 0.1] = np.nan
+    b = np.where(np.isnan(a), np.nan, (rng.random(n) < 0.5).astype(float))  # a's gaps
+    c = rng.random(n)  # other gaps
+    c[rng.random(n) < 0.2] = np.nan
+    empty = np.full(n, np.nan)
+    columns = [pd.Series(x) for x in (a, b, c, empty)]
+    for joint, single in (
+        (cluster_bootstrap_means, cluster_bootstrap_mean),
+        (task_mean_cis, task_mean_ci),
+    ):
+        got = joint(columns, tasks, n_boot=400, seed=seed, alpha=0.1)
+        want = [single(x, tasks, n_boot=400, seed=seed, alpha=0.1) for x in columns]
+        assert got == want
+    plain = [rng.random(50), rng.random(50)]
+    assert bootstrap_mean_cis(plain, n_boot=700, seed=seed) == [
+        bootstrap_mean_ci(x, n_boot=700, seed=seed) for x in plain
+    ]

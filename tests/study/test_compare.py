@@ -279,3 +279,42 @@ def test_the_parameters_reach_the_study_options_and_a_bad_reference_is_named():
         ["mcp", "baseline"],
         ["mcp", "hybrid"],
     ]
+
+
+def _random_trials(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = 400
+    families = ["baseline-local-direct", "mcp-remote-direct", "mcp-remote-artifact"]
+    reward = rng.choice([0.0, 0.5, 1.0, np.nan], size=n, p=[0.4, 0.1, 0.45, 0.05])
+    return pd.DataFrame(
+        {
+            "trial_id": [f"t{i}" for i in range(n)],
+            "task_name": [f"task-{i}" for i in rng.integers(0, 60, size=n)],
+            "model": rng.choice(np.array(["m1", "m2", None], dtype=object), size=n),
+            "config_family": rng.choice(families, size=n),
+            "harness_version": rng.choice(np.array(["1", "2", None], dtype=object), size=n),
+            "reward": reward,
+            "passed": [None if np.isnan(r) else bool(r == 1.0) for r in reward],
+            "file.recall": rng.random(n),
+        }
+    ).assign(config_name=lambda t: t["config_family"])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_shared_matches_give_what_matching_each_model_alone_gives(seed):
+    from retrieval_lib.study.compare import comparison_pairs, family_matches
+
+    trials = _random_trials(seed)
+    metrics = ["reward", "passed", "file.recall"]
+    families = sorted(trials["config_family"].unique())
+    pairs = comparison_pairs(families, "baseline-local-direct", all_pairs=True)
+    matches = family_matches(trials, pairs, metrics)
+    for fn, kwargs in (
+        (family_comparisons, {"all_pairs": True}),
+        (model_effects, {}),
+        (model_interactions, {}),
+    ):
+        alone = fn(trials, metrics, **kwargs)
+        shared = fn(trials, metrics, matches=matches, **kwargs)
+        assert len(alone) > 0
+        pd.testing.assert_frame_equal(shared, alone, obj=fn.__name__)
