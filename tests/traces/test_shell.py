@@ -302,14 +302,15 @@ _CATEGORIES = {"file_read", "code_search", "file_search"}
 def _named_in(command: str, path: str) -> bool:
     """Every part of ``path`` is written in the command: the parser invents no path.
 
-    A part may be spelt with quotes or backslashes (``a''a`` is ``aa``): the words as
-    ``shlex`` (POSIX rules) splits them count too.
+    A part may be spelt with quotes or backslashes (``a''a`` and ``a\\a`` are ``aa``): the
+    words as ``shlex`` (POSIX rules) splits them count too, and the command without its
+    backslashes (when ``shlex`` refuses it, as it does a trailing backslash).
     """
     try:
         words = shlex.split(command)
-    except ValueError:  # an unclosed quote
+    except ValueError:  # an unclosed quote or a trailing backslash
         words = []
-    text = "\0".join([command, *words])
+    text = "\0".join([command, command.replace("\\", ""), *words])
     return all(part in text for part in path.split("/") if part not in ("", ".", ".."))
 
 
@@ -432,6 +433,7 @@ def test_a_read_that_pipes_into_tee_still_reads() -> None:
         st.sampled_from([*_FRAGMENTS, "tee ", "cp ", "mv ", "touch ", ">> "]), max_size=30
     ).map("".join)
 )
+@example("cat a\\a\\").via("an escaped character next to a trailing backslash")
 def test_analyze_never_raises(command: str) -> None:
     result = analyze_shell_command(command)
     _check_reads(command, result.reads)
