@@ -17,14 +17,16 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from retrieval_lib.errors import InputError, UnsafePathError
 
 __all__ = [
     "load_package_json",
+    "atomic_output",
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
@@ -126,6 +128,31 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     The temporary file's name stays within :data:`NAME_MAX` bytes whatever the length of
     the target's name (:func:`temp_prefix`).
     """
+    with atomic_output(path) as handle:
+        handle.write(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` with, piece by piece; ``path`` appears only whole.
+
+    The pieces go to a temporary file in the same folder (its name within
+    :data:`NAME_MAX` bytes, :func:`temp_prefix`), renamed over ``path`` when the block
+    ends without an exception and removed otherwise: for an output too large to hold
+    in memory at once (a run's metrics table).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "out.bin"
+    >>> with atomic_output(target) as handle:
+    ...     _ = handle.write(b"ab")
+    ...     target.exists()
+    False
+    >>> target.read_bytes()
+    b'ab'
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target.name), suffix=".tmp", dir=target.parent)
@@ -135,13 +162,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         with os.fdopen(fd, "wb") as handle:
             # No fsync: rename is atomic against a crashed or killed process, which is
             # the failure we guard against; fsync per file would dominate run time.
-            handle.write(data)
+            yield handle
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return target
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

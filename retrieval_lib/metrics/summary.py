@@ -21,7 +21,7 @@ import io
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -268,21 +268,46 @@ def _stats(values: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _group_stats(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
-    return {c: _stats(frame[c].to_numpy(dtype=np.float64, na_value=np.nan)) for c in columns}
+def _missing(value: Any) -> bool:
+    """What pandas' ``dropna`` drops: None, NaN, NA, NaT."""
+    import pandas as pd
+
+    return bool(pd.isna(value))
 
 
-def _taxonomy_distribution(frame: pd.DataFrame) -> dict[str, Any]:
-    computable = frame[frame[f"taxonomy.{TAXONOMY_LABELS[0]}"].notna()]
-    labels = {}
+#: Reads one column of a run's metrics table: float64 for numbers, object otherwise.
+ColumnReader = Callable[[str], np.ndarray]
+
+
+def _frame_reader(frame: pd.DataFrame) -> ColumnReader:
+    """A :data:`ColumnReader` of a table in memory."""
+
+    def read(column: str) -> np.ndarray:
+        series = frame[column]
+        if column in SLICE_COLUMNS or column == "config_name":
+            return series.to_numpy(dtype=object)
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+
+    return read
+
+
+def _taxonomy_distribution(read: ColumnReader, groups: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Per group (a row mask per config): the error-taxonomy distribution."""
+    first = read(f"taxonomy.{TAXONOMY_LABELS[0]}")
+    computable = {g: rows & ~np.isnan(first) for g, rows in groups.items()}
+    out: dict[str, Any] = {
+        g: {"n": int(rows.sum()), "labels": {}} for g, rows in computable.items()
+    }
     for label in TAXONOMY_LABELS:
-        counts = computable[f"taxonomy.{label}"].to_numpy(dtype=np.float64)
-        labels[label] = {
-            "tasks_with_label": int((counts > 0).sum()),
-            "total_files": int(counts.sum()),
-            "files_per_task": _stats(counts),
-        }
-    return {"n": len(computable), "labels": labels}
+        values = read(f"taxonomy.{label}")
+        for g, rows in computable.items():
+            counts = values[rows]
+            out[g]["labels"][label] = {
+                "tasks_with_label": int((counts > 0).sum()),
+                "total_files": int(counts.sum()),
+                "files_per_task": _stats(counts),
+            }
+    return out
 
 
 def summarize_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -333,6 +358,14 @@ def _summarize(
     frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
 ) -> dict[str, Any]:
     """The summary from the run's metrics table and each record's :class:`_Facts`."""
+    return _summarize_columns(_frame_reader(frame), records, ks)
+
+
+def _summarize_columns(
+    read: ColumnReader, records: Sequence[_Facts], ks: tuple[int, ...]
+) -> dict[str, Any]:
+    """The summary from a reader of the run's table (a column at a time: memory of a
+    few columns, not of the table) and each record's :class:`_Facts`."""
     numeric = metric_columns(ks, include_taxonomy=False)
 
     def counts_of(subset: Sequence[_Facts]) -> dict[str, Any]:
@@ -350,27 +383,35 @@ def _summarize(
     for r in records:
         if r.config_name in by_config:
             by_config[r.config_name].append(r)
-    metrics: dict[str, Any] = {}
-    slices: dict[str, Any] = {}
-    taxonomy: dict[str, Any] = {}
-    taxonomy_columns = [f"taxonomy.{label}" for label in TAXONOMY_LABELS]
-    read = [*dict.fromkeys([*SLICE_COLUMNS, *numeric, *taxonomy_columns])]
-    config_names = frame["config_name"]
-    frame = frame[read]  # per config below, a copy of the columns read, not of the table
-    for config in configs:
-        group = frame[config_names == config]
-        metrics[config] = _group_stats(group, numeric)
-        slices[config] = {}
-        for dimension in SLICE_COLUMNS:
-            values = sorted(v for v in group[dimension].dropna().unique())
-            slices[config][dimension] = {
-                str(v): {
-                    "documents": int((group[dimension] == v).sum()),
-                    "metrics": _group_stats(group[group[dimension] == v], numeric),
-                }
-                for v in values
+    config_names = read("config_name")
+    groups = {c: np.asarray(config_names == c, dtype=bool) for c in configs}
+    # per config and slice dimension: each value's rows
+    slice_rows: dict[str, dict[str, dict[str, np.ndarray]]] = {c: {} for c in configs}
+    for dimension in SLICE_COLUMNS:
+        column = read(dimension)
+        for config, rows in groups.items():
+            present = column[rows]
+            values = sorted({v for v in present.tolist() if not _missing(v)})
+            slice_rows[config][dimension] = {
+                str(v): rows & np.asarray(column == v, dtype=bool) for v in values
             }
-        taxonomy[config] = _taxonomy_distribution(group)
+    metrics: dict[str, Any] = {c: {} for c in configs}
+    slices: dict[str, Any] = {
+        c: {
+            d: {v: {"documents": int(m.sum()), "metrics": {}} for v, m in by_value.items()}
+            for d, by_value in dims.items()
+        }
+        for c, dims in slice_rows.items()
+    }
+    for name in numeric:
+        values = read(name)
+        for config, rows in groups.items():
+            metrics[config][name] = _stats(values[rows])
+            for dimension, by_value in slice_rows[config].items():
+                for value, value_rows in by_value.items():
+                    cell = slices[config][dimension][value]["metrics"]
+                    cell[name] = _stats(values[value_rows])
+    taxonomy = _taxonomy_distribution(read, groups)
     overall = counts_of(records)
     overall["by_config"] = {c: counts_of(by_config[c]) for c in configs}
     return {
