@@ -43,6 +43,7 @@ from retrieval_lib.metrics.stages import (
     normalize_k,
     ranking_metric_names,
 )
+from retrieval_lib.metrics.table_stream import ColumnSpool, TextKinds, write_parquet_groups
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -391,9 +392,9 @@ def _summarize_columns(
         column = read(dimension)
         for config, rows in groups.items():
             present = column[rows]
-            values = sorted({v for v in present.tolist() if not _missing(v)})
+            found = sorted({v for v in present.tolist() if not _missing(v)})
             slice_rows[config][dimension] = {
-                str(v): rows & np.asarray(column == v, dtype=bool) for v in values
+                str(v): rows & np.asarray(column == v, dtype=bool) for v in found
             }
     metrics: dict[str, Any] = {c: {} for c in configs}
     slices: dict[str, Any] = {
@@ -690,11 +691,17 @@ def _write_dataset(frame: pd.DataFrame, events_dir: Path) -> list[Path]:
         written.append(
             atomic_write_bytes(safe_join(folder, dataset_file_name(config)), buffer.getvalue())
         )
-    if folder.is_dir():
-        for stale in folder.glob("*.parquet"):
-            if stale.resolve() not in {p.resolve() for p in written}:
-                stale.unlink()
+    _remove_stale_parts(folder, written)
     return written
+
+
+def _remove_stale_parts(folder: Path, written: list[Path]) -> None:
+    """Remove the dataset files of configs the run no longer has."""
+    if folder.is_dir():
+        kept = {p.resolve() for p in written}
+        for stale in folder.glob("*.parquet"):
+            if stale.resolve() not in kept:
+                stale.unlink()
 
 
 def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResult:
@@ -797,21 +804,33 @@ def write_run_outputs(
 class _RunTable:
     """A run's metrics table and summary counts, built a batch of records at a time.
 
-    Holds per document only its table row (numbers as float64 arrays, the few text
-    columns as values) and a few counting fields, never the records; the table and the
-    summary written are the ones :func:`metrics_table` and :func:`summarize_run` give
-    from all records at once (the text columns' types are inferred over the whole run,
-    as from records).
+    Keeps per document only a few counting fields (:class:`_Facts`) and its metrics
+    path; the table's rows go, a batch at a time, to a temporary file
+    (:class:`~retrieval_lib.metrics.table_stream.ColumnSpool`). When written, the table
+    and each config's dataset part are written from it by row groups and the summary is
+    computed from the written table a column at a time: memory bounded by a row group,
+    not by the run. The files are the ones :func:`metrics_table` and
+    :func:`summarize_run` give from all records at once (text columns' types inferred
+    over the whole run, or over the config's rows for its dataset part).
+
+    Where a text value is not a string (or a boolean column's not a boolean) or pyarrow
+    is missing, the table is built whole in memory and written as before.
     """
 
     def __init__(self) -> None:
         self.facts: list[_Facts] = []
         self.ks: set[tuple[int, ...]] = set()
-        self.numeric: dict[str, list[np.ndarray]] = {}
-        self.values: dict[str, list[Any]] = {}
-        self._seen: dict[str, dict[str, str]] = {}
         self.metrics_paths: list[Path] = []
         self.failures: list[tuple[Path, str]] = []
+        self._spool: ColumnSpool | None = None
+        #: Text kinds of the whole run (key None) and of each config's rows.
+        self._kinds: dict[Any, TextKinds] = {}
+        #: Every text value a string or None, every boolean column's a bool or None.
+        self._plain = True
+        self._interned: dict[Any, Any] = {}
+
+    def _intern(self, value: Any) -> Any:
+        return self._interned.setdefault(value, value) if isinstance(value, str) else value
 
     def add(
         self,
@@ -829,7 +848,11 @@ class _RunTable:
             return
         import pandas as pd
 
-        self.facts.extend(_count_facts(r) for r in records)
+        for record in records:
+            facts = _count_facts(record)
+            self.facts.append(
+                facts._replace(**{f: self._intern(getattr(facts, f)) for f in _TEXT_FACTS})
+            )
         self.ks |= {tuple(r["k_values"]) for r in records}
         if len(self.ks) > 1:
             return  # refused when written (as summarize_run refuses)
@@ -837,25 +860,45 @@ class _RunTable:
         names = ranking_metric_names(ks)
         rows = [_record_row(r, names) for r in records]
         nan = float("nan")
+        batch: dict[str, np.ndarray] = {}
         for column in metric_columns(ks):  # floats (``_number``) or absent: NaN
-            self.numeric.setdefault(column, []).append(
-                np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
+            batch[column] = np.fromiter(
+                (row.get(column, nan) for row in rows), np.float64, len(rows)
             )
         part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
         for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
-            values = pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
-            self.numeric.setdefault(column, []).append(values)
-        for column in _table_columns(ks):
-            if column in self.numeric:
-                continue
-            # repeated texts (run, config, model, ...) kept once, not once per document
-            seen = self._seen.setdefault(column, {})
-            kept = self.values.setdefault(column, [])
-            for row in rows:
-                value = row.get(column, nan)
-                if isinstance(value, str):
-                    value = seen.setdefault(value, value)
-                kept.append(value)
+            batch[column] = (
+                pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
+            )
+        columns = _table_columns(ks)
+        for column in columns:
+            if column not in batch:
+                batch[column] = _object_array([row.get(column, nan) for row in rows])
+        self._note_kinds(batch)
+        if self._spool is None:
+            self._spool = ColumnSpool("config_name")
+        self._spool.add({c: batch[c] for c in columns})
+
+    def _note_kinds(self, batch: dict[str, np.ndarray]) -> None:
+        """Whether the batch keeps the table plain, and which text columns hold text."""
+        if not self._plain:
+            return
+        for column in _BOOLEAN_COLUMNS:
+            if not all(v is None or isinstance(v, bool) for v in batch[column].tolist()):
+                self._plain = False
+        texts = _text_columns(batch)
+        for column in texts:
+            if not all(v is None or isinstance(v, str) for v in batch[column].tolist()):
+                self._plain = False
+        if not self._plain:
+            return
+        configs = batch["config_name"]
+        scopes: dict[Any, np.ndarray | None] = {None: None}
+        scopes.update({c: configs == c for c in set(configs.tolist()) if c is not None})
+        for scope, rows in scopes.items():
+            kinds = self._kinds.setdefault(scope, TextKinds())
+            for column in texts:
+                kinds.add(column, batch[column] if rows is None else batch[column][rows])
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
         if not self.facts:
@@ -866,33 +909,153 @@ class _RunTable:
         if len(self.ks) > 1:
             raise MetricError(f"records were computed with different cut-offs: {sorted(self.ks)}")
         ks = normalize_k(next(iter(self.ks)))
-        frame = self._frame(ks)
-        summary = _summarize(frame, self.facts, ks)
-        return _write_outputs(
-            events_dir, summary, frame, self.metrics_paths, self.failures, ks, n_documents, started
-        )
-
-    def _frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
-        import pandas as pd
-
-        columns = _table_columns(ks)
-        texts = [c for c in columns if c in self.values]
-        # the text columns' types inferred over the whole run, as metrics_table does
-        text_frame = pd.DataFrame.from_records(
-            list(zip(*(self.values[c] for c in texts), strict=True)), columns=texts
-        )
-        self.values.clear()
-        self._seen.clear()
-        data: dict[str, Any] = {}
-        for column in columns:
-            if column in self.numeric:
-                data[column] = np.concatenate(self.numeric.pop(column))
+        assert self._spool is not None
+        try:
+            if self._plain and importlib.util.find_spec("pyarrow") is not None:
+                summary, table_path, dataset = self._write_streamed(events_dir, ks)
             else:
-                data[column] = text_frame[column]
-        frame = pd.DataFrame(data, columns=columns)
-        for column in _BOOLEAN_COLUMNS:
-            frame[column] = frame[column].astype("boolean")
-        return frame
+                frame = self._whole_frame(ks)
+                summary = _summarize(frame, self.facts, ks)
+                table_path, dataset = _write_table(frame, events_dir)
+                del frame
+        finally:
+            self._spool.close()
+        return _write_outputs(
+            events_dir,
+            summary,
+            table_path,
+            dataset,
+            self.metrics_paths,
+            self.failures,
+            ks,
+            n_documents,
+            started,
+        )
+
+    def _write_streamed(
+        self, events_dir: Path, ks: tuple[int, ...]
+    ) -> tuple[dict[str, Any], Path, list[Path]]:
+        """Table and dataset written by row groups from the spool; the summary read back
+        from the written table a column at a time."""
+        from retrieval_lib.io import safe_join
+
+        spool = self._spool
+        assert spool is not None
+        columns = _table_columns(ks)
+        table_path = write_parquet_groups(
+            events_dir / f"{TABLE_BASENAME}.parquet",
+            self._schema(columns, None),
+            spool.batches(),
+            functools.partial(_batch_frame, columns=columns),
+        )
+        summary = _summarize_parquet(table_path, self.facts, ks)
+        folder = events_dir / DATASET_DIRNAME
+        dataset = [
+            write_parquet_groups(
+                safe_join(folder, dataset_file_name(config)),
+                self._schema(columns, config),
+                spool.batches(key=config),
+                functools.partial(_batch_frame, columns=columns),
+            )
+            for config in sorted(spool.keys)
+        ]
+        _remove_stale_parts(folder, dataset)
+        return summary, table_path, dataset
+
+    def _schema(self, columns: list[str], scope: Any) -> Any:
+        """The Arrow schema (pandas metadata included) ``to_parquet`` gives the whole
+        table (``scope`` None) or the rows of config ``scope`` taken from it.
+
+        That of a small table of the same kinds: its rows hold text where the run (or
+        the config's rows) does and None elsewhere, so pandas types its columns as it
+        types the whole run's (a text column's type depends only on whether it holds
+        text: pandas 3 types the config's rows as the run's column, pandas 2 from the
+        rows' own values), and the config's part is taken from it as from the run.
+        """
+        import pyarrow as pa
+
+        run = self._kinds[None].has_text
+        if scope is None:
+            kinds, config, other = [run, {}], [None, None], None
+        else:
+            part = self._kinds[scope].has_text
+            other = f"{scope}~other"
+            kinds, config = [part, run, {}], [scope, other, scope]
+        example: dict[str, np.ndarray] = {}
+        for column in columns:
+            if column == "config_name" and scope is not None:
+                example[column] = _object_array(config)
+            elif column in run:
+                example[column] = _object_array(["x" if k.get(column) else None for k in kinds])
+            elif column in _BOOLEAN_COLUMNS:
+                example[column] = _object_array([None] * len(kinds))
+            else:
+                example[column] = np.full(len(kinds), np.nan)
+        frame = _batch_frame(example, columns=columns)
+        if scope is not None:
+            frame = frame[frame["config_name"] == scope].reset_index(drop=True)
+        return pa.Schema.from_pandas(frame, preserve_index=False)
+
+    def _whole_frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
+        """The whole table in memory (text columns' types inferred over the whole run)."""
+        assert self._spool is not None
+        parts: dict[str, list[np.ndarray]] = {}
+        for batch in self._spool.batches():
+            for column, values in batch.items():
+                parts.setdefault(column, []).append(values)
+        return _batch_frame(
+            {c: np.concatenate(v) for c, v in parts.items()}, columns=_table_columns(ks)
+        )
+
+
+#: Text fields of :class:`_Facts`, kept once per distinct value.
+_TEXT_FACTS = ("config_name", "task_name", "run_id", "code")
+
+
+def _object_array(values: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _text_columns(batch: Mapping[str, np.ndarray]) -> list[str]:
+    return [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
+
+
+def _batch_frame(batch: Mapping[str, np.ndarray], *, columns: Sequence[str]) -> pd.DataFrame:
+    """The table's rows of ``batch`` as :func:`metrics_table` types them: float64 numbers,
+    text columns typed by pandas from their values, nullable booleans."""
+    import pandas as pd
+
+    texts = [c for c in columns if batch[c].dtype == object]
+    text_frame = pd.DataFrame.from_records(
+        list(zip(*(batch[c].tolist() for c in texts), strict=True)), columns=texts
+    )
+    data = {c: text_frame[c] if c in texts else batch[c] for c in columns}
+    frame = pd.DataFrame(data, columns=list(columns))
+    for column in _BOOLEAN_COLUMNS:
+        frame[column] = frame[column].astype("boolean")
+    return frame
+
+
+def _summarize_parquet(
+    path: Path, records: Sequence[_Facts], ks: tuple[int, ...]
+) -> dict[str, Any]:
+    """The summary of a written Parquet table, read a column at a time."""
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+
+    def read(column: str) -> np.ndarray:
+        values = handle.read(columns=[column]).column(0)
+        if column in SLICE_COLUMNS or column == "config_name":
+            return _object_array(values.to_pylist())
+        return np.asarray(values.to_numpy(), dtype=np.float64)
+
+    try:
+        return _summarize_columns(read, records, ks)
+    finally:
+        handle.close()
 
 
 #: Documents evaluated at a time by :func:`evaluate_run`: memory is bounded by a batch
@@ -910,7 +1073,8 @@ def _table_columns(ks: tuple[int, ...]) -> list[str]:
 def _write_outputs(
     events_dir: Path,
     summary: dict[str, Any],
-    frame: pd.DataFrame,
+    table_path: Path,
+    dataset: list[Path],
     metrics_paths: list[Path],
     failures: list[tuple[Path, str]],
     ks: tuple[int, ...],
@@ -930,7 +1094,6 @@ def _write_outputs(
     summary_path = atomic_write_text(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
-    table_path, dataset = _write_table(frame, events_dir)
     # last: the completion record names every file this evaluation wrote
     finish_evaluate(events_dir, metrics_paths, [summary_path, table_path, *dataset], k=ks)
     return EvaluateResult(

@@ -46,7 +46,7 @@ class TextKinds:
 
     has_text: dict[str, bool] = field(default_factory=dict)
 
-    def add(self, column: str, values: Sequence[Any]) -> None:
+    def add(self, column: str, values: Sequence[Any] | np.ndarray) -> None:
         """Note a batch of a column's values (strings or ``None``)."""
         if not self.has_text.get(column, False):
             self.has_text[column] = any(v is not None for v in values)
@@ -134,18 +134,19 @@ def write_parquet_groups(
     batches: Iterable[dict[str, np.ndarray]],
     to_frame: Callable[[dict[str, np.ndarray]], pd.DataFrame],
     *,
-    rows: int = ROW_GROUP_ROWS,
+    rows: int | None = None,
 ) -> Path:
     """Write ``batches`` (regrouped to ``rows`` rows, each made a frame by ``to_frame``)
     as one Parquet file with ``schema`` (a :class:`pyarrow.Schema` with its pandas
-    metadata), atomically; the options of pandas' ``to_parquet`` (snappy, no index)."""
+    metadata), atomically; the options of pandas' ``to_parquet`` (snappy, no index).
+    ``rows`` defaults to :data:`ROW_GROUP_ROWS`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     with atomic_output(path) as handle:
         writer = pq.ParquetWriter(handle, schema, compression="snappy")
         try:
-            for group in _regroup(batches, rows):
+            for group in _regroup(batches, rows or ROW_GROUP_ROWS):
                 frame = to_frame(group)
                 table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
                 writer.write_table(table)
