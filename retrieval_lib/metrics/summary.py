@@ -975,12 +975,11 @@ class _RunTable:
         import pyarrow as pa
 
         run = self._kinds[None].has_text
-        if scope is None:
-            kinds, config, other = [run, {}], [None, None], None
-        else:
-            part = self._kinds[scope].has_text
-            other = f"{scope}~other"
-            kinds, config = [part, run, {}], [scope, other, scope]
+        kinds: list[dict[str, bool]] = [run, {}]
+        config: list[Any] = [None, None]
+        if scope is not None:
+            kinds = [self._kinds[scope].has_text, run, {}]
+            config = [scope, f"{scope}~other", scope]
         example: dict[str, np.ndarray] = {}
         for column in columns:
             if column == "config_name" and scope is not None:
