@@ -106,7 +106,9 @@ __all__ = [
     "analyze_impact_columns",
     "load_impact",
     "load_impact_schema",
+    "impact_columns",
     "read_metrics_table",
+    "table_column_names",
     "run_impact",
 ]
 
@@ -540,8 +542,79 @@ def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
     return [found[parent] for parent in sorted(found)]
 
 
-def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+#: Columns of the metrics table no impact analysis reads (per-document paths, descriptive
+#: counts): left out when a table is read for :func:`run_impact`.
+_UNREAD_PREFIXES = ("funnel.", "taxonomy.")
+_UNREAD_COLUMNS = frozenset({"source_document", "candidate_set_size"})
+
+
+def impact_columns(names: Sequence[str], metrics: str | Sequence[str] = "key") -> list[str] | None:
+    """The columns of a metrics table (named ``names``) that :func:`analyze_impact` with
+    metric family ``metrics`` reads, in table order; ``None`` for all of them.
+
+    Identity and outcome columns are kept; left out are the per-document path, the
+    descriptive counts (``funnel.*``, ``taxonomy.*``, ``candidate_set_size``) and,
+    for the ``"key"`` family or a list of columns the table has, the metric columns
+    outside the family. ``"all"`` keeps every metric column; a list naming a column the
+    table lacks keeps every column (the refusal then suggests from all of them).
+
+    Examples
+    --------
+    >>> names = ["config_name", "task_name", "file.AP", "file.P@1", "funnel.read_files",
+    ...          "reward", "source_document"]
+    >>> impact_columns(names)
+    ['config_name', 'task_name', 'file.AP', 'reward']
+    >>> impact_columns(names, "all")
+    ['config_name', 'task_name', 'file.AP', 'file.P@1', 'reward']
+    >>> impact_columns(names, ["file.P@1"]), impact_columns(names, ["file.P@3"])
+    (['config_name', 'task_name', 'file.P@1', 'reward'], None)
+    """
+    from retrieval_lib.stats.columns import KEY_METRICS, METRIC_PREFIXES
+
+    if isinstance(metrics, str):
+        family = set(KEY_METRICS) if metrics == "key" else None
+    else:
+        family = {str(m) for m in metrics}
+        if not family <= set(names):
+            return None
+    return [
+        name
+        for name in names
+        if name not in _UNREAD_COLUMNS
+        and not name.startswith(_UNREAD_PREFIXES)
+        and (family is None or not name.startswith(METRIC_PREFIXES) or name in family)
+    ]
+
+
+def table_column_names(path: str | os.PathLike[str]) -> list[str]:
+    """The column names of a metrics table (Parquet schema or CSV header), not its rows."""
+    table = Path(path)
+    try:
+        if table.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return [str(n) for n in pq.read_schema(table).names]
+        return [str(n) for n in pd.read_csv(table, nrows=0).columns]
+    except Exception as exc:  # read again (and refused with the reason) by read_metrics_table
+        raise InputError(f"cannot read metrics table {table}: {exc}") from exc
+
+
+def _columns_read(table: Path, metrics: str | Sequence[str]) -> list[str] | None:
+    """Only the columns the analysis reads (a table has ~150, the family a few); all of
+    them when the names cannot be read (the read then fails with the reason)."""
+    try:
+        return impact_columns(table_column_names(table), metrics)
+    except InputError:
+        return None
+
+
+def read_metrics_table(
+    path: str | os.PathLike[str], columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Read one per-task metrics table (Parquet or CSV) as written by ``evaluate``.
+
+    ``columns``: only these (names the table has, e.g. :func:`impact_columns`), in
+    table order; the values are those of a whole read.
 
     Raises
     ------
@@ -549,6 +622,7 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         When the file cannot be read (or Parquet support is missing).
     """
     table = Path(path)
+    wanted = None if columns is None else list(columns)
     try:
         if table.suffix == ".parquet":
             try:
@@ -558,16 +632,18 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     f"{table} is Parquet but pyarrow is not installed "
                     "(pip install 'retrieval_lib[parquet]')"
                 ) from None
-            return pd.read_parquet(table)
+            return pd.read_parquet(table, columns=wanted)
         # the floats evaluate wrote, to the last bit: pandas < 3 (the only pandas on
         # Python 3.10) reads them with a parser that can be one unit in the last place
         # off unless asked for round_trip; pandas 3 reads them exactly, and deprecates it
         precision: Literal["round_trip"] | None = (
             "round_trip" if pd.__version__.startswith("2.") else None
         )
-        return pd.read_csv(
-            table, dtype={c: "string" for c in _TEXT_COLUMNS}, float_precision=precision
+        text = [c for c in _TEXT_COLUMNS if wanted is None or c in wanted]
+        frame = pd.read_csv(
+            table, usecols=wanted, dtype={c: "string" for c in text}, float_precision=precision
         )
+        return frame if wanted is None else frame[wanted]
     except InputError:
         raise
     except Exception as exc:  # any parser error becomes one clear message
@@ -661,7 +737,7 @@ def run_impact(
     frames: list[pd.DataFrame] = []
     written: list[Path] = []
     for table in tables:
-        df = read_metrics_table(table)
+        df = read_metrics_table(table, _columns_read(table, metrics))
         if df.empty:
             raise InputError(f"metrics table {table} has no rows")
         try:
