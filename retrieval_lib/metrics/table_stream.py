@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["ROW_GROUP_ROWS", "ColumnSpool", "TextKinds", "write_parquet_groups"]
 
 #: Rows per row group of a written table: a bound on the rows held in memory while
-#: writing (~1.5 KB per row of a metrics table).
-ROW_GROUP_ROWS = 16_384
+#: writing (~1.5 KB per row of a metrics table; a 30,000-row table written by groups of 16,384
+#: rows raised the peak by ~80 MB, by 4,096 rows ~22 MB).
+ROW_GROUP_ROWS = 8_192
 
 
 @dataclass
@@ -151,6 +152,8 @@ def write_parquet_groups(
                 table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
                 writer.write_table(table)
                 del frame, table
+                # the pool keeps freed buffers for reuse: give them back between groups
+                pa.default_memory_pool().release_unused()
         finally:
             writer.close()
     return path
