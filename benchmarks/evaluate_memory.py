@@ -20,7 +20,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -41,8 +40,40 @@ _RSS_WRAPPER = (
 )
 
 
-def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float]:
-    """Run ``retrieval-lib ARGS`` (with ``src`` first on PYTHONPATH); CPU s and peak MB.
+def _tree_rss_mb(root: int) -> float:
+    """Resident memory (MB) of the process ``root`` and its descendants, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    fields = handle.read().rpartition(b")")[2].split()
+                parents[int(entry)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float, float]:
+    """Run ``retrieval-lib ARGS`` (with ``src`` first on PYTHONPATH): CPU s, peak MB of
+    the command's process (``ru_maxrss``) and peak MB of its whole process tree (the
+    sum of VmRSS over the tree, sampled from /proc every 50 ms).
 
     Run from ``cwd`` (not the project folder, which ``python -m`` would put first on the
     path, ahead of ``src``)."""
@@ -50,22 +81,42 @@ def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float]
     if src:
         env["PYTHONPATH"] = src
     before = os.times()
-    proc = subprocess.run(
-        [sys.executable, "-c", _RSS_WRAPPER, sys.executable, "-m", "retrieval_lib", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        check=False,
-    )
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _RSS_WRAPPER, sys.executable, "-m", "retrieval_lib", *args],
+            stdout=out,
+            stderr=err,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
+        tree = 0.0
+        while proc.poll() is None:
+            # the wrapper itself (a small Python) is left out: the command's tree only
+            tree = max(tree, _tree_rss_mb(proc.pid) - _tree_rss_mb_self(proc.pid))
+            time.sleep(0.05)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     after = os.times()
     if proc.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(args)}\n{proc.stderr[-3000:]}")
-    rss = int(proc.stdout.rpartition("RSS_KB=")[2].strip()) / 1024
+        raise SystemExit(f"failed: {' '.join(args)}\n{stderr[-3000:]}")
+    rss = int(stdout.rpartition("RSS_KB=")[2].strip()) / 1024
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
-    return cpu, rss
+    return cpu, rss, max(tree, rss)
+
+
+def _tree_rss_mb_self(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _build_run(work: Path, trials: int, seed: int) -> Path:
@@ -90,11 +141,47 @@ def _build_run(work: Path, trials: int, seed: int) -> Path:
     return run
 
 
-def _digest(events_dir: Path) -> str:
-    digest = hashlib.sha256()
-    for name in ("run_retrieval_summary.json", "retrieval_metrics.parquet"):
-        digest.update((events_dir / name).read_bytes())
-    return digest.hexdigest()
+_OUTPUTS = ("run_retrieval_summary.json", "retrieval_metrics.parquet", "retrieval_impact.json")
+
+
+def _keep_outputs(events_dir: Path, into: Path) -> Path:
+    """Copy what evaluate and impact wrote (summary, table, dataset, impact) aside."""
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    for name in _OUTPUTS:
+        shutil.copy2(events_dir / name, into / name)
+    shutil.copytree(events_dir / "retrieval_metrics_dataset", into / "retrieval_metrics_dataset")
+    return into
+
+
+def _compare(reference: Path, current: Path) -> str:
+    """ "bytes" when every output is byte-identical; "content" when only Parquet files
+    differ and hold equal frames and schemas (a table longer than a row group); else
+    the SystemExit of a difference."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    files = sorted(p.relative_to(reference) for p in reference.rglob("*") if p.is_file())
+    got = sorted(p.relative_to(current) for p in current.rglob("*") if p.is_file())
+    if files != got:
+        raise SystemExit(f"different outputs: {files} vs {got}")
+    verdict = "bytes"
+    for name in files:
+        a, b = (reference / name).read_bytes(), (current / name).read_bytes()
+        if a == b:
+            continue
+        if name.suffix != ".parquet":
+            raise SystemExit(f"{name} differs between the reference and this code")
+        same_schema = pq.read_schema(reference / name).equals(
+            pq.read_schema(current / name), check_metadata=True
+        )
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(reference / name), pd.read_parquet(current / name)
+        )
+        if not same_schema:
+            raise SystemExit(f"{name}: the schemas differ")
+        verdict = "content"
+    return verdict
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,25 +223,42 @@ def main(argv: list[str] | None = None) -> int:
         events_dir = events_run / "retrieval_events"
         results["documents"] = sum(1 for _ in events_dir.rglob("*.retrieval_events.json"))
         rows = []
+        kept = []
         for label, src in (("reference", args.reference_src), ("this code", None)):
             if label == "reference" and not src:
                 continue
-            cpu_e, rss_e = _measure(["evaluate", str(events_run)], src, work)
-            digest = _digest(events_dir)
-            cpu_i, rss_i = _measure(["impact", str(events_run), "--n-boot", "200"], src, work)
-            rows.append((label, cpu_e, rss_e, cpu_i, rss_i, digest))
-        if len(rows) == 2 and rows[0][5] != rows[1][5]:
-            raise SystemExit("the reference and this code wrote different summaries or tables")
+            cpu_e, rss_e, tree_e = _measure(["evaluate", str(events_run)], src, work)
+            cpu_i, rss_i, tree_i = _measure(
+                ["impact", str(events_run), "--n-boot", "200"], src, work
+            )
+            rows.append((label, cpu_e, rss_e, tree_e, cpu_i, rss_i, tree_i))
+            kept.append(_keep_outputs(events_dir, work / f"kept-{args.trials}-{len(kept)}"))
+        if len(kept) == 2:
+            results["identical"] = _compare(kept[0], kept[1])
         results["rows"] = rows
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     print(f"{results['documents']:,} documents in one run; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'code':<10} {'evaluate CPU s':>15} {'peak MB':>8} {'impact CPU s':>13} {'peak MB':>8}")
-    for label, cpu_e, rss_e, cpu_i, rss_i, _ in rows:
-        print(f"{label:<10} {cpu_e:>15.1f} {rss_e:>8.0f} {cpu_i:>13.1f} {rss_i:>8.0f}")
-    if len(rows) == 2:
-        print("summary and table identical: yes")
+    print(
+        f"{'code':<10} {'evaluate CPU s':>15} {'peak MB':>8} {'tree MB':>8}"
+        f" {'impact CPU s':>13} {'peak MB':>8} {'tree MB':>8}"
+    )
+    for label, cpu_e, rss_e, tree_e, cpu_i, rss_i, tree_i in rows:
+        print(
+            f"{label:<10} {cpu_e:>15.1f} {rss_e:>8.0f} {tree_e:>8.0f}"
+            f" {cpu_i:>13.1f} {rss_i:>8.0f} {tree_i:>8.0f}"
+        )
+    if "identical" in results:
+        print(
+            "summary, table, dataset and impact JSON identical: "
+            + (
+                "byte for byte"
+                if results["identical"] == "bytes"
+                else "same content (Parquet "
+                "row groups differ: the table is longer than a row group)"
+            )
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=str))
     return 0

@@ -38,7 +38,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -271,21 +271,43 @@ def _documents_problem(folder: Path, section: Mapping[str, Any]) -> str | None:
     if not isinstance(listed, dict):
         return "its completion record lists no documents"
     root = folder.resolve()
-    found = {
-        p.relative_to(root).as_posix(): p
-        for p in root.rglob("*" + DOCUMENT_SUFFIX)
-        if p.is_file() or p.is_symlink()
-    }
-    for rel, size in listed.items():
-        path = found.get(rel)
-        if path is None:
-            return f"document {rel} of its completion record is missing"
-        if path.is_symlink() or path.stat().st_size != size:
-            return f"document {rel} changed since it was written (size or type differs)"
-    extra = sorted(set(found) - set(listed))
-    if extra:
-        return f"document {extra[0]} is not in its completion record"
+    # one pass keeping only counts and the problems (a run of 100,000 documents would
+    # otherwise hold a path per document); the listed order decides which is named first
+    present = 0
+    changed: set[str] = set()
+    extra: str | None = None
+    for rel, path in _document_entries(root):
+        if rel in listed:
+            present += 1
+            if path.is_symlink() or path.stat().st_size != listed[rel]:
+                changed.add(rel)
+        elif extra is None or rel < extra:
+            extra = rel
+    if present < len(listed) or changed:
+        found = None if present == len(listed) else {rel for rel, _ in _document_entries(root)}
+        for rel in listed:
+            if found is not None and rel not in found:
+                return f"document {rel} of its completion record is missing"
+            if rel in changed:
+                return f"document {rel} changed since it was written (size or type differs)"
+    if extra is not None:
+        return f"document {extra} is not in its completion record"
     return None
+
+
+def _document_entries(root: Path) -> Iterator[tuple[str, Path]]:
+    """``(path relative to root, path)`` of every entry below ``root`` named like a
+    document that is a file or a symlink (symlinked folders not followed), one at a time
+    (``Path.rglob`` would keep every path it yielded)."""
+    for folder, dirnames, filenames in os.walk(root):
+        base = Path(folder)
+        prefix = base.relative_to(root).as_posix()
+        for name in (*dirnames, *filenames):
+            if not name.endswith(DOCUMENT_SUFFIX):
+                continue
+            path = base / name
+            if path.is_file() or path.is_symlink():
+                yield (name if prefix == "." else f"{prefix}/{name}"), path
 
 
 def _evaluate_problem(folder: Path, section: Mapping[str, Any], *, full: bool) -> str | None:

@@ -18,14 +18,16 @@ import os
 import random
 import re
 import stat
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from retrieval_lib.errors import InputError, UnsafePathError
 
 __all__ = [
     "load_package_json",
+    "atomic_output",
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
@@ -137,29 +139,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     ['a.json']
     """
     target = os.fspath(path)
-    folder, name = os.path.split(target)
-    prefix = os.path.join(folder, temp_prefix(name))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    for attempt in range(_TEMP_ATTEMPTS):
-        # 8 random hex digits: the ``.<name>.<random>.tmp`` shape the sweep of orphaned
-        # temporaries (completion.remove_orphaned_temporaries) recognises; ``random`` is
-        # reseeded in a forked child and O_EXCL settles any clash, so no system call
-        # for randomness is needed per file
-        tmp = f"{prefix}{random.getrandbits(32):08x}.tmp"
-        try:
-            fd = os.open(tmp, flags, 0o666)
-            break
-        except FileExistsError:
-            continue
-        except FileNotFoundError:
-            if attempt or not folder or os.path.isdir(folder):
-                raise
-            os.makedirs(folder, exist_ok=True)
-            with contextlib.suppress(FileExistsError):
-                fd = os.open(tmp, flags, 0o666)
-                break
-    else:  # pragma: no cover - 100 random names all taken
-        raise FileExistsError(errno.EEXIST, "no free temporary file name", prefix)
+    fd, tmp = _open_temporary(target)
     try:
         try:
             # No fsync: rename is atomic against a crashed or killed process, which is
@@ -177,8 +157,64 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return Path(target)
 
 
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` with, piece by piece; ``path`` appears only whole.
+
+    The pieces go to a temporary file made as :func:`atomic_write_bytes` makes it, renamed
+    over ``path`` when the block ends without an exception and removed otherwise: for an
+    output too large to hold in memory at once (a run's metrics table).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "out.bin"
+    >>> with atomic_output(target) as handle:
+    ...     _ = handle.write(b"ab")
+    ...     target.exists()
+    False
+    >>> target.read_bytes()
+    b'ab'
+    """
+    target = os.fspath(path)
+    fd, tmp = _open_temporary(target)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 #: Random temporary names tried before an atomic write gives up (as ``tempfile``).
 _TEMP_ATTEMPTS = 100
+
+
+def _open_temporary(target: str) -> tuple[int, str]:
+    """``(descriptor, name)`` of a new temporary file beside ``target``, its folder made
+    when missing."""
+    folder, name = os.path.split(target)
+    prefix = os.path.join(folder, temp_prefix(name))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for attempt in range(_TEMP_ATTEMPTS):
+        # 8 random hex digits: the ``.<name>.<random>.tmp`` shape the sweep of orphaned
+        # temporaries (completion.remove_orphaned_temporaries) recognises; ``random`` is
+        # reseeded in a forked child and O_EXCL settles any clash, so no system call
+        # for randomness is needed per file
+        tmp = f"{prefix}{random.getrandbits(32):08x}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if attempt or not folder or os.path.isdir(folder):
+                raise
+            os.makedirs(folder, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                return os.open(tmp, flags, 0o666), tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", prefix)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

@@ -21,7 +21,7 @@ import io
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -50,6 +50,7 @@ from retrieval_lib.metrics.stages import (
     ranking_metric_names,
     validate_against,
 )
+from retrieval_lib.metrics.table_stream import ColumnSpool, TextKinds, write_parquet_groups
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -291,21 +292,46 @@ def _stats(values: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _group_stats(frame: pd.DataFrame, columns: Sequence[str]) -> dict[str, Any]:
-    return {c: _stats(frame[c].to_numpy(dtype=np.float64, na_value=np.nan)) for c in columns}
+def _missing(value: Any) -> bool:
+    """What pandas' ``dropna`` drops: None, NaN, NA, NaT."""
+    import pandas as pd
+
+    return bool(pd.isna(value))
 
 
-def _taxonomy_distribution(frame: pd.DataFrame) -> dict[str, Any]:
-    computable = frame[frame[f"taxonomy.{TAXONOMY_LABELS[0]}"].notna()]
-    labels = {}
+#: Reads one column of a run's metrics table: float64 for numbers, object otherwise.
+ColumnReader = Callable[[str], np.ndarray]
+
+
+def _frame_reader(frame: pd.DataFrame) -> ColumnReader:
+    """A :data:`ColumnReader` of a table in memory."""
+
+    def read(column: str) -> np.ndarray:
+        series = frame[column]
+        if column in SLICE_COLUMNS or column == "config_name":
+            return series.to_numpy(dtype=object)
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+
+    return read
+
+
+def _taxonomy_distribution(read: ColumnReader, groups: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Per group (a row mask per config): the error-taxonomy distribution."""
+    first = read(f"taxonomy.{TAXONOMY_LABELS[0]}")
+    computable = {g: rows & ~np.isnan(first) for g, rows in groups.items()}
+    out: dict[str, Any] = {
+        g: {"n": int(rows.sum()), "labels": {}} for g, rows in computable.items()
+    }
     for label in TAXONOMY_LABELS:
-        counts = computable[f"taxonomy.{label}"].to_numpy(dtype=np.float64)
-        labels[label] = {
-            "tasks_with_label": int((counts > 0).sum()),
-            "total_files": int(counts.sum()),
-            "files_per_task": _stats(counts),
-        }
-    return {"n": len(computable), "labels": labels}
+        values = read(f"taxonomy.{label}")
+        for g, rows in computable.items():
+            counts = values[rows]
+            out[g]["labels"][label] = {
+                "tasks_with_label": int((counts > 0).sum()),
+                "total_files": int(counts.sum()),
+                "files_per_task": _stats(counts),
+            }
+    return out
 
 
 def summarize_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -356,6 +382,14 @@ def _summarize(
     frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
 ) -> dict[str, Any]:
     """The summary from the run's metrics table and each record's :class:`_Facts`."""
+    return _summarize_columns(_frame_reader(frame), records, ks)
+
+
+def _summarize_columns(
+    read: ColumnReader, records: Sequence[_Facts], ks: tuple[int, ...]
+) -> dict[str, Any]:
+    """The summary from a reader of the run's table (a column at a time: memory of a
+    few columns, not of the table) and each record's :class:`_Facts`."""
     numeric = table_metric_columns(ks, include_taxonomy=False)
 
     def counts_of(subset: Sequence[_Facts]) -> dict[str, Any]:
@@ -373,27 +407,35 @@ def _summarize(
     for r in records:
         if r.config_name in by_config:
             by_config[r.config_name].append(r)
-    metrics: dict[str, Any] = {}
-    slices: dict[str, Any] = {}
-    taxonomy: dict[str, Any] = {}
-    taxonomy_columns = [f"taxonomy.{label}" for label in TAXONOMY_LABELS]
-    read = [*dict.fromkeys([*SLICE_COLUMNS, *numeric, *taxonomy_columns])]
-    config_names = frame["config_name"]
-    frame = frame[read]  # per config below, a copy of the columns read, not of the table
-    for config in configs:
-        group = frame[config_names == config]
-        metrics[config] = _group_stats(group, numeric)
-        slices[config] = {}
-        for dimension in SLICE_COLUMNS:
-            values = sorted(v for v in group[dimension].dropna().unique())
-            slices[config][dimension] = {
-                str(v): {
-                    "documents": int((group[dimension] == v).sum()),
-                    "metrics": _group_stats(group[group[dimension] == v], numeric),
-                }
-                for v in values
+    config_names = read("config_name")
+    groups = {c: np.asarray(config_names == c, dtype=bool) for c in configs}
+    # per config and slice dimension: each value's rows
+    slice_rows: dict[str, dict[str, dict[str, np.ndarray]]] = {c: {} for c in configs}
+    for dimension in SLICE_COLUMNS:
+        column = read(dimension)
+        for config, rows in groups.items():
+            present = column[rows]
+            found = sorted({v for v in present.tolist() if not _missing(v)})
+            slice_rows[config][dimension] = {
+                str(v): rows & np.asarray(column == v, dtype=bool) for v in found
             }
-        taxonomy[config] = _taxonomy_distribution(group)
+    metrics: dict[str, Any] = {c: {} for c in configs}
+    slices: dict[str, Any] = {
+        c: {
+            d: {v: {"documents": int(m.sum()), "metrics": {}} for v, m in by_value.items()}
+            for d, by_value in dims.items()
+        }
+        for c, dims in slice_rows.items()
+    }
+    for name in numeric:
+        values = read(name)
+        for config, rows in groups.items():
+            metrics[config][name] = _stats(values[rows])
+            for dimension, by_value in slice_rows[config].items():
+                for value, value_rows in by_value.items():
+                    cell = slices[config][dimension][value]["metrics"]
+                    cell[name] = _stats(values[value_rows])
+    taxonomy = _taxonomy_distribution(read, groups)
     overall = counts_of(records)
     overall["by_config"] = {c: counts_of(by_config[c]) for c in configs}
     return {
@@ -734,11 +776,17 @@ def _write_dataset(frame: pd.DataFrame, events_dir: Path) -> list[Path]:
         written.append(
             atomic_write_bytes(safe_join(folder, dataset_file_name(config)), buffer.getvalue())
         )
-    if folder.is_dir():
-        for stale in folder.glob("*.parquet"):
-            if stale.resolve() not in {p.resolve() for p in written}:
-                stale.unlink()
+    _remove_stale_parts(folder, written)
     return written
+
+
+def _remove_stale_parts(folder: Path, written: list[Path]) -> None:
+    """Remove the dataset files of configs the run no longer has."""
+    if folder.is_dir():
+        kept = {p.resolve() for p in written}
+        for stale in folder.glob("*.parquet"):
+            if stale.resolve() not in kept:
+                stale.unlink()
 
 
 def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResult:
@@ -841,22 +889,34 @@ def write_run_outputs(
 class _RunTable:
     """A run's metrics table and summary counts, built a batch of records at a time.
 
-    Holds per document only its table row (numbers as float64 arrays, the few text
-    columns as values) and a few counting fields, never the records; the table and the
-    summary written are the ones :func:`metrics_table` and :func:`summarize_run` give
-    from all records at once (the text columns' types are inferred over the whole run,
-    as from records).
+    Keeps per document only a few counting fields (:class:`_Facts`) and its metrics
+    path; the table's rows go, a batch at a time, to a temporary file
+    (:class:`~retrieval_lib.metrics.table_stream.ColumnSpool`). When written, the table
+    and each config's dataset part are written from it by row groups and the summary is
+    computed from the written table a column at a time: memory bounded by a row group,
+    not by the run. The files are the ones :func:`metrics_table` and
+    :func:`summarize_run` give from all records at once (text columns' types inferred
+    over the whole run, or over the config's rows for its dataset part).
+
+    Where a text value is not a string (or a boolean column's not a boolean) or pyarrow
+    is missing, the table is built whole in memory and written as before.
     """
 
     def __init__(self, events_dir: Path) -> None:
         self.facts: list[_Facts] = []
         self.ks: set[tuple[int, ...]] = set()
-        self.numeric: dict[str, list[np.ndarray]] = {}
-        self.values: dict[str, list[Any]] = {}
-        self._seen: dict[str, dict[str, str]] = {}
         self.metrics_paths: list[Path] = []
         self.failures: list[tuple[Path, str]] = []
         self.study = StudyRowsWriter(events_dir)
+        self._spool: ColumnSpool | None = None
+        #: Text kinds of the whole run (key None) and of each config's rows.
+        self._kinds: dict[Any, TextKinds] = {}
+        #: Every text value a string or None, every boolean column's a bool or None.
+        self._plain = True
+        self._interned: dict[Any, Any] = {}
+
+    def _intern(self, value: Any) -> Any:
+        return self._interned.setdefault(value, value) if isinstance(value, str) else value
 
     def add(
         self,
@@ -879,7 +939,11 @@ class _RunTable:
             self.study.discard()  # records made elsewhere: no study tables
         import pandas as pd
 
-        self.facts.extend(_count_facts(r) for r in records)
+        for record in records:
+            facts = _count_facts(record)
+            self.facts.append(
+                facts._replace(**{f: self._intern(getattr(facts, f)) for f in _TEXT_FACTS})
+            )
         self.ks |= {tuple(r["k_values"]) for r in records}
         if len(self.ks) > 1:
             return  # refused when written (as summarize_run refuses)
@@ -887,25 +951,45 @@ class _RunTable:
         names = ranking_metric_names(ks)
         rows = [_record_row(r, names) for r in records]
         nan = float("nan")
+        batch: dict[str, np.ndarray] = {}
         for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
-            self.numeric.setdefault(column, []).append(
-                np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
+            batch[column] = np.fromiter(
+                (row.get(column, nan) for row in rows), np.float64, len(rows)
             )
         part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
         for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
-            values = pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
-            self.numeric.setdefault(column, []).append(values)
-        for column in _table_columns(ks):
-            if column in self.numeric:
-                continue
-            # repeated texts (run, config, model, ...) kept once, not once per document
-            seen = self._seen.setdefault(column, {})
-            kept = self.values.setdefault(column, [])
-            for row in rows:
-                value = row.get(column, nan)
-                if isinstance(value, str):
-                    value = seen.setdefault(value, value)
-                kept.append(value)
+            batch[column] = (
+                pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
+            )
+        columns = _table_columns(ks)
+        for column in columns:
+            if column not in batch:
+                batch[column] = _object_array([row.get(column, nan) for row in rows])
+        self._note_kinds(batch)
+        if self._spool is None:
+            self._spool = ColumnSpool("config_name")
+        self._spool.add({c: batch[c] for c in columns})
+
+    def _note_kinds(self, batch: dict[str, np.ndarray]) -> None:
+        """Whether the batch keeps the table plain, and which text columns hold text."""
+        if not self._plain:
+            return
+        for column in _BOOLEAN_COLUMNS:
+            if not all(v is None or isinstance(v, bool) for v in batch[column].tolist()):
+                self._plain = False
+        texts = _text_columns(batch)
+        for column in texts:
+            if not all(v is None or isinstance(v, str) for v in batch[column].tolist()):
+                self._plain = False
+        if not self._plain:
+            return
+        configs = batch["config_name"]
+        scopes: dict[Any, np.ndarray | None] = {None: None}
+        scopes.update({c: configs == c for c in set(configs.tolist()) if c is not None})
+        for scope, rows in scopes.items():
+            kinds = self._kinds.setdefault(scope, TextKinds())
+            for column in texts:
+                kinds.add(column, batch[column] if rows is None else batch[column][rows])
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
         try:
@@ -924,12 +1008,22 @@ class _RunTable:
         if len(self.ks) > 1:
             raise MetricError(f"records were computed with different cut-offs: {sorted(self.ks)}")
         ks = normalize_k(next(iter(self.ks)))
-        frame = self._frame(ks)
-        summary = _summarize(frame, self.facts, ks)
+        assert self._spool is not None
+        try:
+            if self._plain and importlib.util.find_spec("pyarrow") is not None:
+                summary, table_path, dataset = self._write_streamed(events_dir, ks)
+            else:
+                frame = self._whole_frame(ks)
+                summary = _summarize(frame, self.facts, ks)
+                table_path, dataset = _write_table(frame, events_dir)
+                del frame
+        finally:
+            self._spool.close()
         return _write_outputs(
             events_dir,
             summary,
-            frame,
+            table_path,
+            dataset,
             self.metrics_paths,
             self.failures,
             ks,
@@ -938,27 +1032,129 @@ class _RunTable:
             study=self.study,
         )
 
-    def _frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
-        import pandas as pd
+    def _write_streamed(
+        self, events_dir: Path, ks: tuple[int, ...]
+    ) -> tuple[dict[str, Any], Path, list[Path]]:
+        """Table and dataset written by row groups from the spool; the summary read back
+        from the written table a column at a time."""
+        from retrieval_lib.io import safe_join
 
+        spool = self._spool
+        assert spool is not None
         columns = _table_columns(ks)
-        texts = [c for c in columns if c in self.values]
-        # the text columns' types inferred over the whole run, as metrics_table does
-        text_frame = pd.DataFrame.from_records(
-            list(zip(*(self.values[c] for c in texts), strict=True)), columns=texts
+        table_path = write_parquet_groups(
+            events_dir / f"{TABLE_BASENAME}.parquet",
+            self._schema(columns, None),
+            spool.batches(),
+            functools.partial(_batch_frame, columns=columns),
         )
-        self.values.clear()
-        self._seen.clear()
-        data: dict[str, Any] = {}
+        summary = _summarize_parquet(table_path, self.facts, ks)
+        folder = events_dir / DATASET_DIRNAME
+        dataset = [
+            write_parquet_groups(
+                safe_join(folder, dataset_file_name(config)),
+                self._schema(columns, config),
+                spool.batches(key=config),
+                functools.partial(_batch_frame, columns=columns),
+            )
+            for config in sorted(spool.keys)
+        ]
+        _remove_stale_parts(folder, dataset)
+        return summary, table_path, dataset
+
+    def _schema(self, columns: list[str], scope: Any) -> Any:
+        """The Arrow schema (pandas metadata included) ``to_parquet`` gives the whole
+        table (``scope`` None) or the rows of config ``scope`` taken from it.
+
+        That of a small table of the same kinds: its rows hold text where the run (or
+        the config's rows) does and None elsewhere, so pandas types its columns as it
+        types the whole run's (a text column's type depends only on whether it holds
+        text: pandas 3 types the config's rows as the run's column, pandas 2 from the
+        rows' own values), and the config's part is taken from it as from the run.
+        """
+        import pyarrow as pa
+
+        run = self._kinds[None].has_text
+        kinds: list[dict[str, bool]] = [run, {}]
+        config: list[Any] = [None, None]
+        if scope is not None:
+            kinds = [self._kinds[scope].has_text, run, {}]
+            config = [scope, f"{scope}~other", scope]
+        example: dict[str, np.ndarray] = {}
         for column in columns:
-            if column in self.numeric:
-                data[column] = np.concatenate(self.numeric.pop(column))
+            if column == "config_name" and scope is not None:
+                example[column] = _object_array(config)
+            elif column in run:
+                example[column] = _object_array(["x" if k.get(column) else None for k in kinds])
+            elif column in _BOOLEAN_COLUMNS:
+                example[column] = _object_array([None] * len(kinds))
             else:
-                data[column] = text_frame[column]
-        frame = pd.DataFrame(data, columns=columns)
-        for column in _BOOLEAN_COLUMNS:
-            frame[column] = frame[column].astype("boolean")
-        return frame
+                example[column] = np.full(len(kinds), np.nan)
+        frame = _batch_frame(example, columns=columns)
+        if scope is not None:
+            frame = frame[frame["config_name"] == scope].reset_index(drop=True)
+        return pa.Schema.from_pandas(frame, preserve_index=False)
+
+    def _whole_frame(self, ks: tuple[int, ...]) -> pd.DataFrame:
+        """The whole table in memory (text columns' types inferred over the whole run)."""
+        assert self._spool is not None
+        parts: dict[str, list[np.ndarray]] = {}
+        for batch in self._spool.batches():
+            for column, values in batch.items():
+                parts.setdefault(column, []).append(values)
+        return _batch_frame(
+            {c: np.concatenate(v) for c, v in parts.items()}, columns=_table_columns(ks)
+        )
+
+
+#: Text fields of :class:`_Facts`, kept once per distinct value.
+_TEXT_FACTS = ("config_name", "task_name", "run_id", "code")
+
+
+def _object_array(values: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _text_columns(batch: Mapping[str, np.ndarray]) -> list[str]:
+    return [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
+
+
+def _batch_frame(batch: Mapping[str, np.ndarray], *, columns: Sequence[str]) -> pd.DataFrame:
+    """The table's rows of ``batch`` as :func:`metrics_table` types them: float64 numbers,
+    text columns typed by pandas from their values, nullable booleans."""
+    import pandas as pd
+
+    texts = [c for c in columns if batch[c].dtype == object]
+    text_frame = pd.DataFrame.from_records(
+        list(zip(*(batch[c].tolist() for c in texts), strict=True)), columns=texts
+    )
+    data = {c: text_frame[c] if c in texts else batch[c] for c in columns}
+    frame = pd.DataFrame(data, columns=list(columns))
+    for column in _BOOLEAN_COLUMNS:
+        frame[column] = frame[column].astype("boolean")
+    return frame
+
+
+def _summarize_parquet(
+    path: Path, records: Sequence[_Facts], ks: tuple[int, ...]
+) -> dict[str, Any]:
+    """The summary of a written Parquet table, read a column at a time."""
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+
+    def read(column: str) -> np.ndarray:
+        values = handle.read(columns=[column]).column(0)
+        if column in SLICE_COLUMNS or column == "config_name":
+            return _object_array(values.to_pylist())
+        return np.asarray(values.to_numpy(), dtype=np.float64)
+
+    try:
+        return _summarize_columns(read, records, ks)
+    finally:
+        handle.close()
 
 
 #: Documents evaluated at a time by :func:`evaluate_run`: memory is bounded by a batch
@@ -976,7 +1172,8 @@ def _table_columns(ks: tuple[int, ...]) -> list[str]:
 def _write_outputs(
     events_dir: Path,
     summary: dict[str, Any],
-    frame: pd.DataFrame,
+    table_path: Path,
+    dataset: list[Path],
     metrics_paths: list[Path],
     failures: list[tuple[Path, str]],
     ks: tuple[int, ...],
@@ -998,7 +1195,6 @@ def _write_outputs(
     summary_path = atomic_write_text(
         events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
     )
-    table_path, dataset = _write_table(frame, events_dir)
     if study is None:
         study = StudyRowsWriter(events_dir)
         study.discard()  # nothing to write; an older evaluation's tables go

@@ -18,6 +18,7 @@ retrieval_lib.errors.InputError: no retrieval metrics table (retrieval_metrics.p
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +27,7 @@ import pandas as pd
 from retrieval_lib.errors import InputError
 from retrieval_lib.metrics.summary import TABLE_BASENAME, TEXT_COLUMNS
 
-__all__ = ["find_metrics_tables", "read_metrics_table"]
+__all__ = ["find_metrics_tables", "read_metrics_table", "table_column_names"]
 
 #: The table files evaluate writes (:func:`~retrieval_lib.metrics.summary.evaluate_run`),
 #: in the order a folder holding both is read: Parquet first.
@@ -74,8 +75,27 @@ def find_metrics_tables(path: str | os.PathLike[str]) -> list[Path]:
     return [found[parent] for parent in sorted(found)]
 
 
-def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+def table_column_names(path: str | os.PathLike[str]) -> list[str]:
+    """The column names of a metrics table (Parquet schema or CSV header), not its rows."""
+    table = Path(path)
+    try:
+        if table.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return [str(n) for n in pq.read_schema(table).names]
+        return [str(n) for n in pd.read_csv(table, nrows=0).columns]
+    except Exception as exc:  # read again (and refused with the reason) by read_metrics_table
+        raise InputError(f"cannot read metrics table {table}: {exc}") from exc
+
+
+def read_metrics_table(
+    path: str | os.PathLike[str], columns: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Read one per-task metrics table (Parquet or CSV) as written by ``evaluate``.
+
+    ``columns``: only these (names the table has, e.g.
+    :func:`retrieval_lib.stats.impact.impact_columns`), in table order; the values are
+    those of a whole read.
 
     Raises
     ------
@@ -83,6 +103,7 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         When the file cannot be read (or Parquet support is missing).
     """
     table = Path(path)
+    wanted = None if columns is None else list(columns)
     try:
         if table.suffix == ".parquet":
             try:
@@ -92,16 +113,18 @@ def read_metrics_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     f"{table} is Parquet but pyarrow is not installed "
                     "(pip install 'retrieval_lib[parquet]')"
                 ) from None
-            return pd.read_parquet(table)
+            return pd.read_parquet(table, columns=wanted)
         # the floats evaluate wrote, to the last bit: pandas < 3 (the only pandas on
         # Python 3.10) reads them with a parser that can be one unit in the last place
         # off unless asked for round_trip; pandas 3 reads them exactly, and deprecates it
         precision: Literal["round_trip"] | None = (
             "round_trip" if pd.__version__.startswith("2.") else None
         )
-        return pd.read_csv(
-            table, dtype={c: "string" for c in TEXT_COLUMNS}, float_precision=precision
+        text = [c for c in TEXT_COLUMNS if wanted is None or c in wanted]
+        frame = pd.read_csv(
+            table, usecols=wanted, dtype={c: "string" for c in text}, float_precision=precision
         )
+        return frame if wanted is None else frame[wanted]
     except InputError:
         raise
     except Exception as exc:  # any parser error becomes one clear message

@@ -111,6 +111,7 @@ __all__ = [
     "analyze_impact_columns",
     "load_impact",
     "load_impact_schema",
+    "impact_columns",
     "run_impact",
 ]
 
@@ -465,6 +466,64 @@ def load_impact_schema() -> dict[str, Any]:
     return schema
 
 
+# --------------------------------------------------------------------------- files
+
+
+#: Columns of the metrics table no impact analysis reads (per-document paths, descriptive
+#: counts): left out when a table is read for :func:`run_impact`.
+_UNREAD_PREFIXES = ("funnel.", "taxonomy.")
+_UNREAD_COLUMNS = frozenset({"source_document", "candidate_set_size"})
+
+
+def impact_columns(names: Sequence[str], metrics: str | Sequence[str] = "key") -> list[str] | None:
+    """The columns of a metrics table (named ``names``) that :func:`analyze_impact` with
+    metric family ``metrics`` reads, in table order; ``None`` for all of them.
+
+    Identity and outcome columns are kept; left out are the per-document path, the
+    descriptive counts (``funnel.*``, ``taxonomy.*``, ``candidate_set_size``) and,
+    for the ``"key"`` family or a list of columns the table has, the metric columns
+    outside the family. ``"all"`` keeps every metric column; a list naming a column the
+    table lacks keeps every column (the refusal then suggests from all of them).
+
+    Examples
+    --------
+    >>> names = ["config_name", "task_name", "file.AP", "file.P@1", "funnel.read_files",
+    ...          "reward", "source_document"]
+    >>> impact_columns(names)
+    ['config_name', 'task_name', 'file.AP', 'reward']
+    >>> impact_columns(names, "all")
+    ['config_name', 'task_name', 'file.AP', 'file.P@1', 'reward']
+    >>> impact_columns(names, ["file.P@1"]), impact_columns(names, ["file.P@3"])
+    (['config_name', 'task_name', 'file.P@1', 'reward'], None)
+    """
+    from retrieval_lib.stats.columns import KEY_METRICS, METRIC_PREFIXES
+
+    if isinstance(metrics, str):
+        family = set(KEY_METRICS) if metrics == "key" else None
+    else:
+        family = {str(m) for m in metrics}
+        if not family <= set(names):
+            return None
+    return [
+        name
+        for name in names
+        if name not in _UNREAD_COLUMNS
+        and not name.startswith(_UNREAD_PREFIXES)
+        and (family is None or not name.startswith(METRIC_PREFIXES) or name in family)
+    ]
+
+
+def _columns_read(table: Path, metrics: str | Sequence[str]) -> list[str] | None:
+    """Only the columns the analysis reads (a table has ~150, the family a few); all of
+    them when the names cannot be read (the read then fails with the reason)."""
+    from retrieval_lib.metrics.table_files import table_column_names
+
+    try:
+        return impact_columns(table_column_names(table), metrics)
+    except InputError:
+        return None
+
+
 @dataclass(frozen=True)
 class ImpactRun:
     """What :func:`run_impact` analysed and wrote.
@@ -554,7 +613,7 @@ def run_impact(
     frames: list[pd.DataFrame] = []
     written: list[Path] = []
     for table in tables:
-        df = read_metrics_table(table)
+        df = read_metrics_table(table, _columns_read(table, metrics))
         if df.empty:
             raise InputError(f"metrics table {table} has no rows")
         try:
