@@ -248,52 +248,7 @@ def cluster_bootstrap_mean(
     >>> cluster_bootstrap_mean([0.5, None], ["a", "b"]).reason
     'one task: no interval from a single task'
     """
-    if n_boot < 1:
-        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
-    if not 0.0 < alpha < 1.0:
-        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
-    data = as_float(pd.Series(list(values) if not isinstance(values, pd.Series) else values))
-    array = data.to_numpy(dtype=float)
-    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
-    if len(keys) != array.size:
-        raise StatisticsError(
-            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
-        )
-    finite = np.isfinite(array)
-    array = array[finite]
-    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
-    k = int(codes.max()) + 1 if codes.size else 0
-    if k == 0:
-        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
-    sums = np.bincount(codes, weights=array, minlength=k)
-    counts = np.bincount(codes, minlength=k).astype(float)
-    mean = float(sums.sum() / counts.sum())
-    n_trials = int(array.size)
-    if k == 1:
-        return ClusterMeanCI(
-            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
-        )
-    rng = np.random.Generator(np.random.PCG64(seed))
-    means = np.empty(n_boot)
-    equal = bool(np.all(counts == counts[0]))
-    chunk = max(1, _BOOT_CELLS // k)
-    gathered = np.empty((min(chunk, n_boot), k))
-    for start in range(0, n_boot, chunk):
-        stop = min(start + chunk, n_boot)
-        drawn = rng.random((stop - start, k))
-        drawn *= k
-        idx = drawn.astype(np.intp)
-        out = gathered[: stop - start]
-        # "clip" guards the (impossible) u*k == k after rounding and skips bounds checks
-        np.take(sums, idx, mode="clip", out=out)
-        total = out.sum(axis=1)
-        if equal:  # equal cluster sizes: the denominator is constant (k * c)
-            means[start:stop] = total / (k * counts[0])
-        else:
-            np.take(counts, idx, mode="clip", out=out)
-            means[start:stop] = total / out.sum(axis=1)
-    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return ClusterMeanCI(k, n_trials, mean, float(low), float(high), None)
+    return cluster_bootstrap_means([values], tasks, alpha=alpha, n_boot=n_boot, seed=seed)[0]
 
 
 def task_mean_ci(
@@ -330,45 +285,21 @@ def task_mean_ci(
     >>> (r.n_tasks, r.n_trials, round(r.mean, 4))
     (2, 4, 0.3333)
     """
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
-
-    array = as_float(
-        pd.Series(list(values) if not isinstance(values, pd.Series) else values)
-    ).to_numpy(dtype=float)
-    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
-    if len(keys) != array.size:
-        raise StatisticsError(
-            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
-        )
-    finite = np.isfinite(array)
-    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
-    k = int(codes.max()) + 1 if codes.size else 0
-    if k == 0:
-        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
-    task_means = np.bincount(codes, weights=array[finite], minlength=k) / np.bincount(
-        codes, minlength=k
-    )
-    mean, n_trials = float(task_means.mean()), int(finite.sum())
-    if k == 1:
-        return ClusterMeanCI(
-            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
-        )
-    low, high = bootstrap_mean_ci(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
-    return ClusterMeanCI(k, n_trials, mean, low, high, None)
+    return task_mean_cis([values], tasks, alpha=alpha, n_boot=n_boot, seed=seed)[0]
 
 
 def _shared_columns(
     columns: Sequence[Any], tasks: Any
-) -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray, int]], list[int]]:
-    """Each column as floats, and its finite rows' task codes: ``(arrays, parts, part_of)``
-    where columns with the same finite rows share one part ``(finite, codes, k)``."""
+) -> tuple[list[ClusterMeanCI | None], list[tuple[list[int], list[np.ndarray], np.ndarray, int]]]:
+    """``(results, parts)``: ``results`` a slot per column, filled where a column has no
+    value; ``parts`` the columns with the same finite rows, sharing one set of task codes:
+    ``(members, their finite values, codes, k)``."""
     keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
     key_values = keys.to_numpy()
-    arrays: list[np.ndarray] = []
-    parts: list[tuple[np.ndarray, np.ndarray, int]] = []
-    part_of: list[int] = []
+    results: list[ClusterMeanCI | None] = [None] * len(columns)
+    parts: list[tuple[list[int], list[np.ndarray], np.ndarray, int]] = []
     seen: dict[bytes, int] = {}
-    for values in columns:
+    for j, values in enumerate(columns):
         array = as_float(
             pd.Series(list(values) if not isinstance(values, pd.Series) else values)
         ).to_numpy(dtype=float)
@@ -377,14 +308,18 @@ def _shared_columns(
                 f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
             )
         finite = np.isfinite(array)
+        if not finite.any():
+            results[j] = ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
+            continue
         signature = np.packbits(finite).tobytes()
         if signature not in seen:
             codes, _ = pd.factorize(key_values[finite], sort=True)
             seen[signature] = len(parts)
-            parts.append((finite, codes, int(codes.max()) + 1 if codes.size else 0))
-        arrays.append(array)
-        part_of.append(seen[signature])
-    return arrays, parts, part_of
+            parts.append(([], [], codes, int(codes.max()) + 1))
+        members, finite_values, _, _ = parts[seen[signature]]
+        members.append(j)
+        finite_values.append(array[finite])
+    return results, parts
 
 
 def cluster_bootstrap_means(
@@ -413,19 +348,11 @@ def cluster_bootstrap_means(
         raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
     if not 0.0 < alpha < 1.0:
         raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
-    arrays, parts, part_of = _shared_columns(columns, tasks)
-    results: list[ClusterMeanCI | None] = [None] * len(arrays)
-    for p, (finite, codes, k) in enumerate(parts):
-        members = [j for j, q in enumerate(part_of) if q == p]
-        if k == 0:
-            for j in members:
-                results[j] = ClusterMeanCI(
-                    0, 0, math.nan, math.nan, math.nan, "no computable value"
-                )
-            continue
+    results, parts = _shared_columns(columns, tasks)
+    for members, finite_values, codes, k in parts:
+        n_trials = int(codes.size)
         counts = np.bincount(codes, minlength=k).astype(float)
-        sums = [np.bincount(codes, weights=arrays[j][finite], minlength=k) for j in members]
-        n_trials = int(finite.sum())
+        sums = [np.bincount(codes, weights=v, minlength=k) for v in finite_values]
         means_of = [float(total.sum() / counts.sum()) for total in sums]
         if k == 1:
             for j, mean in zip(members, means_of, strict=True):
@@ -485,21 +412,11 @@ def task_mean_cis(
     """
     from retrieval_lib.stats.paired_tests import bootstrap_mean_cis
 
-    arrays, parts, part_of = _shared_columns(columns, tasks)
-    results: list[ClusterMeanCI | None] = [None] * len(arrays)
-    for p, (finite, codes, k) in enumerate(parts):
-        members = [j for j, q in enumerate(part_of) if q == p]
-        if k == 0:
-            for j in members:
-                results[j] = ClusterMeanCI(
-                    0, 0, math.nan, math.nan, math.nan, "no computable value"
-                )
-            continue
+    results, parts = _shared_columns(columns, tasks)
+    for members, finite_values, codes, k in parts:
+        n_trials = int(codes.size)
         sizes = np.bincount(codes, minlength=k)
-        task_means = [
-            np.bincount(codes, weights=arrays[j][finite], minlength=k) / sizes for j in members
-        ]
-        n_trials = int(finite.sum())
+        task_means = [np.bincount(codes, weights=v, minlength=k) / sizes for v in finite_values]
         if k == 1:
             for j, values in zip(members, task_means, strict=True):
                 results[j] = ClusterMeanCI(
