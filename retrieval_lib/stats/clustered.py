@@ -52,7 +52,13 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import StatisticsError
-from retrieval_lib.stats.columns import as_float
+from retrieval_lib.stats.columns import (
+    BINARY_OUTCOMES,
+    OUTCOME_COLUMNS,
+    as_float,
+    require_columns,
+    resolve_metrics,
+)
 
 __all__ = [
     "CLUSTER_REFERENCE",
@@ -441,6 +447,51 @@ def _majority(values: pd.Series) -> pd.Series:
     return pd.Series(out, index=values.index)
 
 
+def _task_table(
+    rows: pd.DataFrame,
+    columns: list[str],
+    outcomes: list[str],
+    group_by: Sequence[str],
+    task: str,
+) -> pd.DataFrame:
+    """A row per task: column means, binary outcomes as the majority, ``errored`` if any
+    trial was flagged."""
+    agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
+    for outcome in outcomes:
+        if outcome in BINARY_OUTCOMES:
+            agg[outcome] = _majority(agg[outcome])
+    agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
+    return agg
+
+
+def _with_trials(result: pd.DataFrame, agg: pd.DataFrame, by: str | None) -> pd.DataFrame:
+    """``result`` with ``n_trials`` after ``n``: the trials of the tasks of each row."""
+    # each group's rows selected once and each column's finite mask computed once
+    # (not one selection of the whole table per correlation row)
+    labels = None if by is None else agg[by].astype(str).to_numpy()
+    rows_of: dict[Any, np.ndarray] = {}
+    finite: dict[tuple[Any, Any], np.ndarray] = {}
+
+    def mask(name: Any, column: Any) -> np.ndarray:
+        if name not in rows_of:
+            rows_of[name] = (
+                np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
+            )
+        if (name, column) not in finite:
+            values = agg[column].to_numpy(float)[rows_of[name]]
+            finite[(name, column)] = np.isfinite(values)
+        return finite[(name, column)]
+
+    n_trials = agg["n_trials"].to_numpy()
+    counts = []
+    for row in result[["group", "x", "y"]].itertuples(index=False):
+        name = None if by is None else row.group
+        complete = mask(name, row.x) & mask(name, row.y)
+        counts.append(int(n_trials[rows_of[name]][complete].sum()))
+    result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
+    return result
+
+
 def correlate_by_task(
     df: pd.DataFrame,
     metrics: str | Sequence[str] = "key",
@@ -488,12 +539,6 @@ def correlate_by_task(
     >>> out[["method", "n", "n_trials"]].values.tolist()
     [['pearson', 5, 7], ['spearman', 5, 7]]
     """
-    from retrieval_lib.stats.columns import (
-        BINARY_OUTCOMES,
-        OUTCOME_COLUMNS,
-        require_columns,
-        resolve_metrics,
-    )
     from retrieval_lib.stats.correlation import (
         FLAG_COLUMNS,
         POOLED_GROUP,
@@ -512,58 +557,18 @@ def correlate_by_task(
         rows = rows[~flagged]
     columns = list(dict.fromkeys([*metric_list, *outcome_list]))
 
-    def per_task(group_by: Sequence[str]) -> pd.DataFrame:
-        agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
-        for outcome in outcome_list:
-            if outcome in BINARY_OUTCOMES:
-                agg[outcome] = _majority(agg[outcome])
-        agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
-        return agg
-
-    def with_trials(result: pd.DataFrame, agg: pd.DataFrame, group: str | None) -> pd.DataFrame:
-        # each group's rows selected once and each column's finite mask computed once
-        # (not one selection of the whole table per correlation row)
-        labels = None if group is None else agg[by].astype(str).to_numpy()
-        rows_of: dict[Any, np.ndarray] = {}
-        finite: dict[tuple[Any, Any], np.ndarray] = {}
-
-        def mask(name: Any, column: Any) -> np.ndarray:
-            if name not in rows_of:
-                rows_of[name] = (
-                    np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
-                )
-            if (name, column) not in finite:
-                values = agg[column].to_numpy(float)[rows_of[name]]
-                finite[(name, column)] = np.isfinite(values)
-            return finite[(name, column)]
-
-        n_trials = agg["n_trials"].to_numpy()
-        counts = []
-        for row in result[["group", "x", "y"]].itertuples(index=False):
-            name = None if group is None else row.group
-            complete = mask(name, row.x) & mask(name, row.y)
-            counts.append(int(n_trials[rows_of[name]][complete].sum()))
-        result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
-        return result
-
-    parts = []
-    pooled = per_task(())
-    parts.append(
-        with_trials(
-            correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n, seed=seed),
-            pooled,
-            None,
-        )
-    )
+    pooled = _task_table(rows, columns, outcome_list, (), task)
+    result = correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n, seed=seed)
+    parts = [_with_trials(result, pooled, None)]
     if by is not None:
         require_columns(df, [by])
-        grouped = per_task([by])
+        grouped = _task_table(rows, columns, outcome_list, [by], task)
         grouped[by] = grouped[by].astype("string").fillna("(none)")
         result = correlate_metrics(
             grouped, metric_list, outcome_list, by=by, min_n=min_n, seed=seed
         )
         result = result[result["group"] != POOLED_GROUP].reset_index(drop=True)
-        parts.append(with_trials(result, grouped, by))
+        parts.append(_with_trials(result, grouped, by))
     frames = [p for p in parts if not p.empty]
     if not frames:
         return parts[0]
