@@ -540,18 +540,15 @@ def correlate_by_task(
     [['pearson', 5, 7], ['spearman', 5, 7]]
     """
     from retrieval_lib.stats.correlation import (
-        FLAG_COLUMNS,
         POOLED_GROUP,
         correlate_metrics,
+        flagged_trials,
     )
 
     require_columns(df, [task])
     metric_list = resolve_metrics(df, metrics)
     outcome_list = [o for o in (OUTCOME_COLUMNS if outcomes is None else outcomes) if o in df]
-    flagged = np.zeros(len(df), dtype=bool)
-    for column in FLAG_COLUMNS:
-        if column in df.columns:
-            flagged |= np.nan_to_num(as_float(df[column]).to_numpy(), nan=0.0) != 0.0
+    flagged = flagged_trials(df)
     rows = df.assign(_flagged=flagged.astype(float))
     if exclude_flagged:
         rows = rows[~flagged]

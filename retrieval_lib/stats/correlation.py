@@ -86,6 +86,7 @@ __all__ = [
     "POOLED_GROUP",
     "auc",
     "correlate_metrics",
+    "flagged_trials",
     "pearson",
     "point_biserial",
     "spearman",
@@ -570,13 +571,53 @@ _ROW_FUNCTIONS = {
 }
 
 
-def _flagged(df: pd.DataFrame) -> np.ndarray:
-    """Per row: errored or timed out (a missing flag counts as not flagged)."""
+def flagged_trials(df: pd.DataFrame) -> np.ndarray:
+    """Per row: errored or timed out (a missing flag counts as not flagged).
+
+    >>> flagged_trials(pd.DataFrame({"errored": [True, None], "timed_out": [0, 1]})).tolist()
+    [True, True]
+    """
     flagged = np.zeros(len(df), dtype=bool)
     for column in FLAG_COLUMNS:
         if column in df.columns:
             flagged |= np.nan_to_num(as_float(df[column]).to_numpy(), nan=0.0) != 0.0
     return flagged
+
+
+def _group_block(
+    group: str,
+    mask: np.ndarray,
+    values: dict[str, np.ndarray],
+    flagged: np.ndarray,
+    metrics: list[str],
+    outcomes: list[str],
+    min_n: int,
+    seed: int,
+    n_resamples: int,
+) -> pd.DataFrame:
+    """The rows of one group, with Holm and BH adjusted p-values within each method family."""
+    rows = []
+    # outcome, then method, then metric: consecutive permutation tests share the
+    # outcome's values, whose permuted copy is then built once (rows are sorted later)
+    for outcome in outcomes:
+        for method in _methods_for(outcome):
+            for metric in metrics:
+                xs, ys = values[metric][mask], values[outcome][mask]
+                complete = ~(np.isnan(xs) | np.isnan(ys))
+                row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
+                row["n_flagged"] = int(flagged[mask][complete].sum())
+                row["family"] = METHOD_FAMILY[method]
+                rows.append(row)
+    block = pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "n_flagged", "family"])
+    block.insert(0, "group", group)
+    block["p_holm"] = np.nan
+    block["p_bh"] = np.nan
+    for family in sorted(set(block["family"])):
+        in_family = (block["family"] == family).to_numpy()
+        p_values = block.loc[in_family, "p_value"].to_numpy(dtype=float)
+        block.loc[in_family, "p_holm"] = holm(p_values)
+        block.loc[in_family, "p_bh"] = benjamini_hochberg(p_values)
+    return block
 
 
 def correlate_metrics(
@@ -639,7 +680,7 @@ def correlate_metrics(
     """
     metric_list = resolve_metrics(df, metrics)
     outcome_list = [o for o in outcomes if o in df.columns]
-    flagged = _flagged(df)
+    flagged = flagged_trials(df)
     keep = ~flagged if exclude_flagged else np.ones(len(df), dtype=bool)
     groups: list[tuple[str, np.ndarray]] = [(POOLED_GROUP, keep)]
     if by is not None:
@@ -651,32 +692,13 @@ def correlate_metrics(
     # each column is converted to float once; groups are row masks over those arrays
     values = {c: as_float(df[c]).to_numpy() for c in dict.fromkeys([*metric_list, *outcome_list])}
     columns = ["group", *CORRELATION_COLUMNS, "n_flagged", "family", "p_holm", "p_bh"]
-    frames = []
-    for group, mask in groups:
-        rows = []
-        # outcome, then method, then metric: consecutive permutation tests share the
-        # outcome's values, whose permuted copy is then built once (rows are sorted below)
-        for outcome in outcome_list:
-            for method in _methods_for(outcome):
-                for metric in metric_list:
-                    xs, ys = values[metric][mask], values[outcome][mask]
-                    complete = ~(np.isnan(xs) | np.isnan(ys))
-                    row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
-                    row["n_flagged"] = int(flagged[mask][complete].sum())
-                    row["family"] = METHOD_FAMILY[method]
-                    rows.append(row)
-        if not rows:
-            continue
-        block = pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "n_flagged", "family"])
-        block.insert(0, "group", group)
-        block["p_holm"] = np.nan
-        block["p_bh"] = np.nan
-        for family in sorted(set(block["family"])):
-            in_family = (block["family"] == family).to_numpy()
-            p_values = block.loc[in_family, "p_value"].to_numpy(dtype=float)
-            block.loc[in_family, "p_holm"] = holm(p_values)
-            block.loc[in_family, "p_bh"] = benjamini_hochberg(p_values)
-        frames.append(block)
+    frames = [
+        _group_block(
+            group, mask, values, flagged, metric_list, outcome_list, min_n, seed, n_resamples
+        )
+        for group, mask in groups
+        if outcome_list and metric_list
+    ]
     if not frames:
         return pd.DataFrame(columns=columns)
     out = pd.concat(frames, ignore_index=True)[columns]
