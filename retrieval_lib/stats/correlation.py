@@ -219,6 +219,26 @@ def _p_value(
     return p_value, method
 
 
+def _r_row(
+    x: str, y: str, method: str, n: int, r: float, variance_factor: float, p: tuple[float, str]
+) -> dict[str, object]:
+    """A tested correlation row: ``r``, its Fisher-z CI and ``p`` (p-value, how computed)."""
+    ci, ci_reason = _fisher_ci(r, n, variance_factor)
+    p_value, p_method = p
+    return _row(
+        x,
+        y,
+        method,
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
+    )
+
+
 def _pearson_row(
     x: str,
     y: str,
@@ -236,21 +256,8 @@ def _pearson_row(
     if reason:
         return _row(x, y, "pearson", n, reason=reason)
     res = stats.pearsonr(xs, ys)
-    r = _coefficient(res.statistic)
-    ci, ci_reason = _fisher_ci(r, n, 1.0)
-    p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        y,
-        "pearson",
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
-    )
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_row(x, y, "pearson", n, _coefficient(res.statistic), 1.0, p)
 
 
 def pearson(
@@ -315,23 +322,11 @@ def _spearman_row(
         return _row(x, y, "spearman", n, reason=reason)
     res = stats.spearmanr(xs, ys)
     r = _coefficient(res.statistic)
-    ci, ci_reason = _fisher_ci(r, n, 1.0 + r * r / 2.0)
     if n > MONTE_CARLO_MAX_N:  # no permutation p at this n: the ranks would go unused
-        p_value, p_method = float(res.pvalue), "asymptotic"
+        p: tuple[float, str] = (float(res.pvalue), "asymptotic")
     else:
-        p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        y,
-        "spearman",
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
-    )
+        p = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
+    return _r_row(x, y, "spearman", n, r, 1.0 + r * r / 2.0, p)
 
 
 def spearman(
@@ -403,21 +398,8 @@ def _point_biserial_row(
     if reason:
         return _row(x, binary, "point_biserial", n, reason=reason)
     res = stats.pointbiserialr(ys.astype(bool), xs)
-    r = _coefficient(res.statistic)
-    ci, ci_reason = _fisher_ci(r, n, 1.0)
-    p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        binary,
-        "point_biserial",
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
-    )
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_row(x, binary, "point_biserial", n, _coefficient(res.statistic), 1.0, p)
 
 
 def point_biserial(
