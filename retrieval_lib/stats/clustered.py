@@ -218,7 +218,7 @@ def cluster_bootstrap_mean(
         The task of each trial (same length as ``values``), e.g. :func:`task_keys`.
     alpha : float
         The interval holds the ``alpha/2`` and ``1 - alpha/2`` quantiles (linear
-        interpolation, as :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`).
+        interpolation, as :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`).
     n_boot : int
         Bootstrap resamples.
     seed : int
@@ -270,7 +270,7 @@ def task_mean_ci(
     Each task's value is the mean of its trials with a value (the rule of the matched
     comparison, ``combine="mean"``); the estimate is the mean of those task means and its
     interval the percentile bootstrap of
-    :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci` over them, so ``n`` is the
+    :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci` over them, so ``n`` is the
     number of tasks. Without repeats it is the plain mean with the plain bootstrap.
 
     Parameters
@@ -278,7 +278,7 @@ def task_mean_ci(
     values, tasks : array-like
         One value and one task per trial; missing values are left out.
     alpha, n_boot, seed
-        As :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`.
+        As :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`.
 
     Returns
     -------
@@ -405,7 +405,7 @@ def task_mean_cis(
 ) -> list[ClusterMeanCI]:
     """:func:`task_mean_ci` of several columns over the same trials and tasks; columns with
     a value on the same trials share one bootstrap draw
-    (:func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_cis`), so each result equals
+    (:func:`~retrieval_lib.stats.intervals.bootstrap_mean_cis`), so each result equals
     its own :func:`task_mean_ci` call.
 
     Examples
@@ -416,7 +416,7 @@ def task_mean_cis(
     ...     task_mean_ci([1, 1, 0, 0], tasks, n_boot=200)]
     True
     """
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_cis
+    from retrieval_lib.stats.intervals import bootstrap_mean_cis
 
     results, parts = _shared_columns(columns, tasks)
     for members, finite_values, codes, k in parts:
