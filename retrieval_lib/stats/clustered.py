@@ -81,6 +81,7 @@ CLUSTER_REFERENCE = (
     'E. Miller, "Adding Error Bars to Evals: A Statistical Approach to Language Model '
     'Evaluations", arXiv:2411.00640 (2024)'
 )
+_ONE_TASK = "one task: no interval from a single task"
 _BOOT_CELLS = 4_000_000  # resampled task indices per chunk (bounds memory to ~32 MB)
 
 
@@ -299,7 +300,7 @@ def _shared_columns(
 ) -> tuple[list[ClusterMeanCI | None], list[tuple[list[int], list[np.ndarray], np.ndarray, int]]]:
     """``(results, parts)``: ``results`` a slot per column, filled where a column has no
     value; ``parts`` the columns with the same finite rows, sharing one set of task codes:
-    ``(members, their finite values, codes, k)``."""
+    ``(members, their finite values, codes, k)``; a part of one task is a result already."""
     keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
     key_values = keys.to_numpy()
     results: list[ClusterMeanCI | None] = [None] * len(columns)
@@ -325,7 +326,12 @@ def _shared_columns(
         members, finite_values, _, _ = parts[seen[signature]]
         members.append(j)
         finite_values.append(array[finite])
-    return results, parts
+    for members, finite_values, codes, k in parts:
+        if k == 1:  # one task: the mean is the same by either rule, and no interval
+            for j, v in zip(members, finite_values, strict=True):
+                mean = float(np.bincount(codes, weights=v, minlength=1)[0] / codes.size)
+                results[j] = ClusterMeanCI(1, codes.size, mean, math.nan, math.nan, _ONE_TASK)
+    return results, [part for part in parts if part[3] > 1]
 
 
 def cluster_bootstrap_means(
@@ -360,17 +366,6 @@ def cluster_bootstrap_means(
         counts = np.bincount(codes, minlength=k).astype(float)
         sums = [np.bincount(codes, weights=v, minlength=k) for v in finite_values]
         means_of = [float(total.sum() / counts.sum()) for total in sums]
-        if k == 1:
-            for j, mean in zip(members, means_of, strict=True):
-                results[j] = ClusterMeanCI(
-                    1,
-                    n_trials,
-                    mean,
-                    math.nan,
-                    math.nan,
-                    "one task: no interval from a single task",
-                )
-            continue
         rng = np.random.Generator(np.random.PCG64(seed))
         means = np.empty((len(members), n_boot))
         equal = bool(np.all(counts == counts[0]))
@@ -423,17 +418,6 @@ def task_mean_cis(
         n_trials = int(codes.size)
         sizes = np.bincount(codes, minlength=k)
         task_means = [np.bincount(codes, weights=v, minlength=k) / sizes for v in finite_values]
-        if k == 1:
-            for j, values in zip(members, task_means, strict=True):
-                results[j] = ClusterMeanCI(
-                    1,
-                    n_trials,
-                    float(values.mean()),
-                    math.nan,
-                    math.nan,
-                    "one task: no interval from a single task",
-                )
-            continue
         intervals = bootstrap_mean_cis(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
         for j, values, (low, high) in zip(members, task_means, intervals, strict=True):
             results[j] = ClusterMeanCI(k, n_trials, float(values.mean()), low, high, None)

@@ -497,14 +497,10 @@ class TaskMatcher:
         models_of: dict[tuple[str, str], set[str]] = {}
         slow_tasks = np.unique(self.task_codes[~fast[self.key_g]])
         in_slow = np.flatnonzero(np.isin(self.task_codes, slow_tasks))
-        for g, base, task, model, harness in zip(
-            in_slow.tolist(),
-            self.is_base[in_slow].tolist(),
-            self.task_g[in_slow].tolist(),
-            self.model_g[in_slow].tolist(),
-            self.harness_g[in_slow].tolist(),
-            strict=True,
-        ):
+        facts = (
+            a[in_slow].tolist() for a in (self.is_base, self.task_g, self.model_g, self.harness_g)
+        )
+        for g, base, task, model, harness in zip(in_slow.tolist(), *facts, strict=True):
             side = "baseline" if base else "treatment"
             models_of.setdefault((task, side), set()).add(model)
             if fast[self.key_g[g]]:
@@ -512,17 +508,9 @@ class TaskMatcher:
             groups = by_task.setdefault((task, model), {"baseline": {}, "treatment": {}})
             groups[side][harness] = g
         slow_groups = np.flatnonzero(~fast[self.key_g])
-        key_of_task = dict(
-            zip(
-                zip(
-                    self.task_g[slow_groups].tolist(),
-                    self.model_g[slow_groups].tolist(),
-                    strict=True,
-                ),
-                self.key_g[slow_groups].tolist(),
-                strict=True,
-            )
-        )
+        tasks, models = self.task_g[slow_groups].tolist(), self.model_g[slow_groups].tolist()
+        keys = self.key_g[slow_groups].tolist()
+        key_of_task = dict(zip(zip(tasks, models, strict=True), keys, strict=True))
         return by_task, models_of, key_of_task
 
     def _one_side_only(
