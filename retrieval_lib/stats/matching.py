@@ -7,6 +7,10 @@ each group's texts as bit masks, :class:`_Texts`), the harness-version rules of 
 (:func:`_plan_versions`), the choice among several trials flagged latest, and the means of
 repeated trials with ``DataFrame.mean``'s arithmetic (:func:`_nan_mean_rows`).
 
+Why ~750 lines in one module: it is one engine, whose parts (the group facts, the version
+rules, the common case at once, the rules one by one, the means) share private arrays;
+apart they would pass a dozen arrays across modules. No function is over 100 lines.
+
 Examples
 --------
 >>> import pandas as pd
