@@ -23,7 +23,7 @@ confidence intervals of means are seeded percentile bootstrap intervals over tas
 * :func:`fit_lines`: least-squares lines of scatter pairs.
 * :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
 
-Why ~790 lines in one module: nine short question-functions (none over 100 lines) over the
+Why ~790 lines in one module: a dozen short question-functions (none over 100 lines) over the
 same tidy tables and helpers (``_cis``, ``_mean_n``, ``is_in``), imported by name from here
 by the study notebook; a split would scatter those helpers and change the notebook.
 
