@@ -3,7 +3,7 @@
 Times :func:`retrieval_lib.stats.clustered.cluster_bootstrap_mean` on a seeded trial
 table (``--tasks`` tasks, 1-5 trials each, so about 3x as many trials) against the
 reference in the same run: the library's trial-level bootstrap
-(:func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`) of ``--tasks`` values with
+(:func:`retrieval_lib.stats.intervals.bootstrap_mean_ci`) of ``--tasks`` values with
 the same number of resamples, i.e. the same number of drawn indices. Also times the
 equal-cluster path (every task with 3 trials: one gather per draw instead of two) and
 :func:`~retrieval_lib.stats.clustered.task_mean_ci` (aggregate first). CPU time
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval_lib.stats.clustered import cluster_bootstrap_mean, task_mean_ci
-from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
 
 def _time(job: Callable[[], object], repeats: int) -> tuple[float, float]:

@@ -207,7 +207,7 @@ def paired_delta_stats(
     """Mean of paired deltas, seeded percentile bootstrap CI, Wilcoxon signed-rank test.
 
     The bootstrap is the library's one bootstrap of a mean,
-    :func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci`: ``n_bootstrap`` resamples of
+    :func:`retrieval_lib.stats.intervals.bootstrap_mean_ci`: ``n_bootstrap`` resamples of
     the n deltas with replacement, ``alpha = 1 - confidence``.
 
     Examples
@@ -236,7 +236,7 @@ def paired_delta_stats(
         out["reason"] = "no query is computable on both sides"
         return out
     out["mean_delta"] = float(values.mean())
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
     out["ci_low"], out["ci_high"] = bootstrap_mean_ci(
         values, n_boot=n_bootstrap, seed=seed, alpha=1.0 - confidence

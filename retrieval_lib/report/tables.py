@@ -13,7 +13,7 @@ or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
 * a value that cannot be computed is NaN with a ``reason``, never 0, and every aggregate
   carries its ``n``;
 * confidence intervals of means are percentile bootstrap intervals over tasks (the
-  library's :func:`retrieval_lib.stats.paired_tests.bootstrap_mean_ci` over task means, or
+  library's :func:`retrieval_lib.stats.intervals.bootstrap_mean_ci` over task means, or
   :func:`retrieval_lib.stats.clustered.cluster_bootstrap_mean`), seeded
   (``numpy.random.Generator(PCG64(seed))``), so the same inputs give the same numbers;
 * no statistical test runs here: correlations and matched comparisons come from the

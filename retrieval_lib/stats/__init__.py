@@ -42,15 +42,14 @@ from retrieval_lib.stats.impact import (
     load_impact,
     run_impact,
 )
+from retrieval_lib.stats.intervals import bootstrap_mean_ci, t_mean_ci
 from retrieval_lib.stats.multiple import benjamini_hochberg, holm
 from retrieval_lib.stats.paired import MatchResult, match_tasks, pair_configs
 from retrieval_lib.stats.paired_tests import (
     WilcoxonResult,
-    bootstrap_mean_ci,
     compare_matched,
     mcnemar_exact,
     paired_comparison,
-    t_mean_ci,
     wilcoxon_signed_rank,
 )
 from retrieval_lib.stats.permutation import permutation_p

@@ -52,7 +52,13 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import StatisticsError
-from retrieval_lib.stats.columns import as_float
+from retrieval_lib.stats.columns import (
+    BINARY_OUTCOMES,
+    OUTCOME_COLUMNS,
+    as_float,
+    require_columns,
+    resolve_metrics,
+)
 
 __all__ = [
     "CLUSTER_REFERENCE",
@@ -75,6 +81,7 @@ CLUSTER_REFERENCE = (
     'E. Miller, "Adding Error Bars to Evals: A Statistical Approach to Language Model '
     'Evaluations", arXiv:2411.00640 (2024)'
 )
+_ONE_TASK = "one task: no interval from a single task"
 _BOOT_CELLS = 4_000_000  # resampled task indices per chunk (bounds memory to ~32 MB)
 
 
@@ -212,7 +219,7 @@ def cluster_bootstrap_mean(
         The task of each trial (same length as ``values``), e.g. :func:`task_keys`.
     alpha : float
         The interval holds the ``alpha/2`` and ``1 - alpha/2`` quantiles (linear
-        interpolation, as :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`).
+        interpolation, as :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`).
     n_boot : int
         Bootstrap resamples.
     seed : int
@@ -248,52 +255,7 @@ def cluster_bootstrap_mean(
     >>> cluster_bootstrap_mean([0.5, None], ["a", "b"]).reason
     'one task: no interval from a single task'
     """
-    if n_boot < 1:
-        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
-    if not 0.0 < alpha < 1.0:
-        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
-    data = as_float(pd.Series(list(values) if not isinstance(values, pd.Series) else values))
-    array = data.to_numpy(dtype=float)
-    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
-    if len(keys) != array.size:
-        raise StatisticsError(
-            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
-        )
-    finite = np.isfinite(array)
-    array = array[finite]
-    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
-    k = int(codes.max()) + 1 if codes.size else 0
-    if k == 0:
-        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
-    sums = np.bincount(codes, weights=array, minlength=k)
-    counts = np.bincount(codes, minlength=k).astype(float)
-    mean = float(sums.sum() / counts.sum())
-    n_trials = int(array.size)
-    if k == 1:
-        return ClusterMeanCI(
-            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
-        )
-    rng = np.random.Generator(np.random.PCG64(seed))
-    means = np.empty(n_boot)
-    equal = bool(np.all(counts == counts[0]))
-    chunk = max(1, _BOOT_CELLS // k)
-    gathered = np.empty((min(chunk, n_boot), k))
-    for start in range(0, n_boot, chunk):
-        stop = min(start + chunk, n_boot)
-        drawn = rng.random((stop - start, k))
-        drawn *= k
-        idx = drawn.astype(np.intp)
-        out = gathered[: stop - start]
-        # "clip" guards the (impossible) u*k == k after rounding and skips bounds checks
-        np.take(sums, idx, mode="clip", out=out)
-        total = out.sum(axis=1)
-        if equal:  # equal cluster sizes: the denominator is constant (k * c)
-            means[start:stop] = total / (k * counts[0])
-        else:
-            np.take(counts, idx, mode="clip", out=out)
-            means[start:stop] = total / out.sum(axis=1)
-    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return ClusterMeanCI(k, n_trials, mean, float(low), float(high), None)
+    return cluster_bootstrap_means([values], tasks, alpha=alpha, n_boot=n_boot, seed=seed)[0]
 
 
 def task_mean_ci(
@@ -309,7 +271,7 @@ def task_mean_ci(
     Each task's value is the mean of its trials with a value (the rule of the matched
     comparison, ``combine="mean"``); the estimate is the mean of those task means and its
     interval the percentile bootstrap of
-    :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci` over them, so ``n`` is the
+    :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci` over them, so ``n`` is the
     number of tasks. Without repeats it is the plain mean with the plain bootstrap.
 
     Parameters
@@ -317,7 +279,7 @@ def task_mean_ci(
     values, tasks : array-like
         One value and one task per trial; missing values are left out.
     alpha, n_boot, seed
-        As :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`.
+        As :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`.
 
     Returns
     -------
@@ -330,45 +292,21 @@ def task_mean_ci(
     >>> (r.n_tasks, r.n_trials, round(r.mean, 4))
     (2, 4, 0.3333)
     """
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
-
-    array = as_float(
-        pd.Series(list(values) if not isinstance(values, pd.Series) else values)
-    ).to_numpy(dtype=float)
-    keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
-    if len(keys) != array.size:
-        raise StatisticsError(
-            f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
-        )
-    finite = np.isfinite(array)
-    codes, _ = pd.factorize(keys.to_numpy()[finite], sort=True)
-    k = int(codes.max()) + 1 if codes.size else 0
-    if k == 0:
-        return ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
-    task_means = np.bincount(codes, weights=array[finite], minlength=k) / np.bincount(
-        codes, minlength=k
-    )
-    mean, n_trials = float(task_means.mean()), int(finite.sum())
-    if k == 1:
-        return ClusterMeanCI(
-            1, n_trials, mean, math.nan, math.nan, "one task: no interval from a single task"
-        )
-    low, high = bootstrap_mean_ci(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
-    return ClusterMeanCI(k, n_trials, mean, low, high, None)
+    return task_mean_cis([values], tasks, alpha=alpha, n_boot=n_boot, seed=seed)[0]
 
 
 def _shared_columns(
     columns: Sequence[Any], tasks: Any
-) -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray, int]], list[int]]:
-    """Each column as floats, and its finite rows' task codes: ``(arrays, parts, part_of)``
-    where columns with the same finite rows share one part ``(finite, codes, k)``."""
+) -> tuple[list[ClusterMeanCI | None], list[tuple[list[int], list[np.ndarray], np.ndarray, int]]]:
+    """``(results, parts)``: ``results`` a slot per column, filled where a column has no
+    value; ``parts`` the columns with the same finite rows, sharing one set of task codes:
+    ``(members, their finite values, codes, k)``; a part of one task is a result already."""
     keys = pd.Series(list(tasks) if not isinstance(tasks, pd.Series) else tasks).astype(str)
     key_values = keys.to_numpy()
-    arrays: list[np.ndarray] = []
-    parts: list[tuple[np.ndarray, np.ndarray, int]] = []
-    part_of: list[int] = []
+    results: list[ClusterMeanCI | None] = [None] * len(columns)
+    parts: list[tuple[list[int], list[np.ndarray], np.ndarray, int]] = []
     seen: dict[bytes, int] = {}
-    for values in columns:
+    for j, values in enumerate(columns):
         array = as_float(
             pd.Series(list(values) if not isinstance(values, pd.Series) else values)
         ).to_numpy(dtype=float)
@@ -377,14 +315,23 @@ def _shared_columns(
                 f"values ({array.size}) and tasks ({len(keys)}) must have one entry per trial"
             )
         finite = np.isfinite(array)
+        if not finite.any():
+            results[j] = ClusterMeanCI(0, 0, math.nan, math.nan, math.nan, "no computable value")
+            continue
         signature = np.packbits(finite).tobytes()
         if signature not in seen:
             codes, _ = pd.factorize(key_values[finite], sort=True)
             seen[signature] = len(parts)
-            parts.append((finite, codes, int(codes.max()) + 1 if codes.size else 0))
-        arrays.append(array)
-        part_of.append(seen[signature])
-    return arrays, parts, part_of
+            parts.append(([], [], codes, int(codes.max()) + 1))
+        members, finite_values, _, _ = parts[seen[signature]]
+        members.append(j)
+        finite_values.append(array[finite])
+    for members, finite_values, codes, k in parts:
+        if k == 1:  # one task: the mean is the same by either rule, and no interval
+            for j, v in zip(members, finite_values, strict=True):
+                mean = float(np.bincount(codes, weights=v, minlength=1)[0] / codes.size)
+                results[j] = ClusterMeanCI(1, codes.size, mean, math.nan, math.nan, _ONE_TASK)
+    return results, [part for part in parts if part[3] > 1]
 
 
 def cluster_bootstrap_means(
@@ -413,31 +360,12 @@ def cluster_bootstrap_means(
         raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
     if not 0.0 < alpha < 1.0:
         raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
-    arrays, parts, part_of = _shared_columns(columns, tasks)
-    results: list[ClusterMeanCI | None] = [None] * len(arrays)
-    for p, (finite, codes, k) in enumerate(parts):
-        members = [j for j, q in enumerate(part_of) if q == p]
-        if k == 0:
-            for j in members:
-                results[j] = ClusterMeanCI(
-                    0, 0, math.nan, math.nan, math.nan, "no computable value"
-                )
-            continue
+    results, parts = _shared_columns(columns, tasks)
+    for members, finite_values, codes, k in parts:
+        n_trials = int(codes.size)
         counts = np.bincount(codes, minlength=k).astype(float)
-        sums = [np.bincount(codes, weights=arrays[j][finite], minlength=k) for j in members]
-        n_trials = int(finite.sum())
+        sums = [np.bincount(codes, weights=v, minlength=k) for v in finite_values]
         means_of = [float(total.sum() / counts.sum()) for total in sums]
-        if k == 1:
-            for j, mean in zip(members, means_of, strict=True):
-                results[j] = ClusterMeanCI(
-                    1,
-                    n_trials,
-                    mean,
-                    math.nan,
-                    math.nan,
-                    "one task: no interval from a single task",
-                )
-            continue
         rng = np.random.Generator(np.random.PCG64(seed))
         means = np.empty((len(members), n_boot))
         equal = bool(np.all(counts == counts[0]))
@@ -472,7 +400,7 @@ def task_mean_cis(
 ) -> list[ClusterMeanCI]:
     """:func:`task_mean_ci` of several columns over the same trials and tasks; columns with
     a value on the same trials share one bootstrap draw
-    (:func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_cis`), so each result equals
+    (:func:`~retrieval_lib.stats.intervals.bootstrap_mean_cis`), so each result equals
     its own :func:`task_mean_ci` call.
 
     Examples
@@ -483,34 +411,13 @@ def task_mean_cis(
     ...     task_mean_ci([1, 1, 0, 0], tasks, n_boot=200)]
     True
     """
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_cis
+    from retrieval_lib.stats.intervals import bootstrap_mean_cis
 
-    arrays, parts, part_of = _shared_columns(columns, tasks)
-    results: list[ClusterMeanCI | None] = [None] * len(arrays)
-    for p, (finite, codes, k) in enumerate(parts):
-        members = [j for j, q in enumerate(part_of) if q == p]
-        if k == 0:
-            for j in members:
-                results[j] = ClusterMeanCI(
-                    0, 0, math.nan, math.nan, math.nan, "no computable value"
-                )
-            continue
+    results, parts = _shared_columns(columns, tasks)
+    for members, finite_values, codes, k in parts:
+        n_trials = int(codes.size)
         sizes = np.bincount(codes, minlength=k)
-        task_means = [
-            np.bincount(codes, weights=arrays[j][finite], minlength=k) / sizes for j in members
-        ]
-        n_trials = int(finite.sum())
-        if k == 1:
-            for j, values in zip(members, task_means, strict=True):
-                results[j] = ClusterMeanCI(
-                    1,
-                    n_trials,
-                    float(values.mean()),
-                    math.nan,
-                    math.nan,
-                    "one task: no interval from a single task",
-                )
-            continue
+        task_means = [np.bincount(codes, weights=v, minlength=k) / sizes for v in finite_values]
         intervals = bootstrap_mean_cis(task_means, n_boot=n_boot, seed=seed, alpha=alpha)
         for j, values, (low, high) in zip(members, task_means, intervals, strict=True):
             results[j] = ClusterMeanCI(k, n_trials, float(values.mean()), low, high, None)
@@ -522,6 +429,51 @@ def _majority(values: pd.Series) -> pd.Series:
     array = values.to_numpy(dtype=float)
     out = np.where(array > 0.5, 1.0, np.where(array < 0.5, 0.0, np.nan))
     return pd.Series(out, index=values.index)
+
+
+def _task_table(
+    rows: pd.DataFrame,
+    columns: list[str],
+    outcomes: list[str],
+    group_by: Sequence[str],
+    task: str,
+) -> pd.DataFrame:
+    """A row per task: column means, binary outcomes as the majority, ``errored`` if any
+    trial was flagged."""
+    agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
+    for outcome in outcomes:
+        if outcome in BINARY_OUTCOMES:
+            agg[outcome] = _majority(agg[outcome])
+    agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
+    return agg
+
+
+def _with_trials(result: pd.DataFrame, agg: pd.DataFrame, by: str | None) -> pd.DataFrame:
+    """``result`` with ``n_trials`` after ``n``: the trials of the tasks of each row."""
+    # each group's rows selected once and each column's finite mask computed once
+    # (not one selection of the whole table per correlation row)
+    labels = None if by is None else agg[by].astype(str).to_numpy()
+    rows_of: dict[Any, np.ndarray] = {}
+    finite: dict[tuple[Any, Any], np.ndarray] = {}
+
+    def mask(name: Any, column: Any) -> np.ndarray:
+        if name not in rows_of:
+            rows_of[name] = (
+                np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
+            )
+        if (name, column) not in finite:
+            values = agg[column].to_numpy(float)[rows_of[name]]
+            finite[(name, column)] = np.isfinite(values)
+        return finite[(name, column)]
+
+    n_trials = agg["n_trials"].to_numpy()
+    counts = []
+    for row in result[["group", "x", "y"]].itertuples(index=False):
+        name = None if by is None else row.group
+        complete = mask(name, row.x) & mask(name, row.y)
+        counts.append(int(n_trials[rows_of[name]][complete].sum()))
+    result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
+    return result
 
 
 def correlate_by_task(
@@ -571,82 +523,33 @@ def correlate_by_task(
     >>> out[["method", "n", "n_trials"]].values.tolist()
     [['pearson', 5, 7], ['spearman', 5, 7]]
     """
-    from retrieval_lib.stats.columns import (
-        BINARY_OUTCOMES,
-        OUTCOME_COLUMNS,
-        require_columns,
-        resolve_metrics,
-    )
     from retrieval_lib.stats.correlation import (
-        FLAG_COLUMNS,
         POOLED_GROUP,
         correlate_metrics,
+        flagged_trials,
     )
 
     require_columns(df, [task])
     metric_list = resolve_metrics(df, metrics)
     outcome_list = [o for o in (OUTCOME_COLUMNS if outcomes is None else outcomes) if o in df]
-    flagged = np.zeros(len(df), dtype=bool)
-    for column in FLAG_COLUMNS:
-        if column in df.columns:
-            flagged |= np.nan_to_num(as_float(df[column]).to_numpy(), nan=0.0) != 0.0
+    flagged = flagged_trials(df)
     rows = df.assign(_flagged=flagged.astype(float))
     if exclude_flagged:
         rows = rows[~flagged]
     columns = list(dict.fromkeys([*metric_list, *outcome_list]))
 
-    def per_task(group_by: Sequence[str]) -> pd.DataFrame:
-        agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
-        for outcome in outcome_list:
-            if outcome in BINARY_OUTCOMES:
-                agg[outcome] = _majority(agg[outcome])
-        agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
-        return agg
-
-    def with_trials(result: pd.DataFrame, agg: pd.DataFrame, group: str | None) -> pd.DataFrame:
-        # each group's rows selected once and each column's finite mask computed once
-        # (not one selection of the whole table per correlation row)
-        labels = None if group is None else agg[by].astype(str).to_numpy()
-        rows_of: dict[Any, np.ndarray] = {}
-        finite: dict[tuple[Any, Any], np.ndarray] = {}
-
-        def mask(name: Any, column: Any) -> np.ndarray:
-            if name not in rows_of:
-                rows_of[name] = (
-                    np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
-                )
-            if (name, column) not in finite:
-                values = agg[column].to_numpy(float)[rows_of[name]]
-                finite[(name, column)] = np.isfinite(values)
-            return finite[(name, column)]
-
-        n_trials = agg["n_trials"].to_numpy()
-        counts = []
-        for row in result[["group", "x", "y"]].itertuples(index=False):
-            name = None if group is None else row.group
-            complete = mask(name, row.x) & mask(name, row.y)
-            counts.append(int(n_trials[rows_of[name]][complete].sum()))
-        result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
-        return result
-
-    parts = []
-    pooled = per_task(())
-    parts.append(
-        with_trials(
-            correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n, seed=seed),
-            pooled,
-            None,
-        )
-    )
+    pooled = _task_table(rows, columns, outcome_list, (), task)
+    result = correlate_metrics(pooled, metric_list, outcome_list, by=None, min_n=min_n, seed=seed)
+    parts = [_with_trials(result, pooled, None)]
     if by is not None:
         require_columns(df, [by])
-        grouped = per_task([by])
+        grouped = _task_table(rows, columns, outcome_list, [by], task)
         grouped[by] = grouped[by].astype("string").fillna("(none)")
         result = correlate_metrics(
             grouped, metric_list, outcome_list, by=by, min_n=min_n, seed=seed
         )
         result = result[result["group"] != POOLED_GROUP].reset_index(drop=True)
-        parts.append(with_trials(result, grouped, by))
+        parts.append(_with_trials(result, grouped, by))
     frames = [p for p in parts if not p.empty]
     if not frames:
         return parts[0]

@@ -86,6 +86,7 @@ __all__ = [
     "POOLED_GROUP",
     "auc",
     "correlate_metrics",
+    "flagged_trials",
     "pearson",
     "point_biserial",
     "spearman",
@@ -218,6 +219,26 @@ def _p_value(
     return p_value, method
 
 
+def _r_row(
+    x: str, y: str, method: str, n: int, r: float, variance_factor: float, p: tuple[float, str]
+) -> dict[str, object]:
+    """A tested correlation row: ``r``, its Fisher-z CI and ``p`` (p-value, how computed)."""
+    ci, ci_reason = _fisher_ci(r, n, variance_factor)
+    p_value, p_method = p
+    return _row(
+        x,
+        y,
+        method,
+        n,
+        r=r,
+        ci=ci,
+        p_value=p_value,
+        p_method=p_method,
+        computable=True,
+        reason=ci_reason,
+    )
+
+
 def _pearson_row(
     x: str,
     y: str,
@@ -235,21 +256,8 @@ def _pearson_row(
     if reason:
         return _row(x, y, "pearson", n, reason=reason)
     res = stats.pearsonr(xs, ys)
-    r = _coefficient(res.statistic)
-    ci, ci_reason = _fisher_ci(r, n, 1.0)
-    p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        y,
-        "pearson",
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
-    )
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_row(x, y, "pearson", n, _coefficient(res.statistic), 1.0, p)
 
 
 def pearson(
@@ -314,23 +322,11 @@ def _spearman_row(
         return _row(x, y, "spearman", n, reason=reason)
     res = stats.spearmanr(xs, ys)
     r = _coefficient(res.statistic)
-    ci, ci_reason = _fisher_ci(r, n, 1.0 + r * r / 2.0)
     if n > MONTE_CARLO_MAX_N:  # no permutation p at this n: the ranks would go unused
-        p_value, p_method = float(res.pvalue), "asymptotic"
+        p: tuple[float, str] = (float(res.pvalue), "asymptotic")
     else:
-        p_value, p_method = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        y,
-        "spearman",
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
-    )
+        p = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
+    return _r_row(x, y, "spearman", n, r, 1.0 + r * r / 2.0, p)
 
 
 def spearman(
@@ -402,21 +398,8 @@ def _point_biserial_row(
     if reason:
         return _row(x, binary, "point_biserial", n, reason=reason)
     res = stats.pointbiserialr(ys.astype(bool), xs)
-    r = _coefficient(res.statistic)
-    ci, ci_reason = _fisher_ci(r, n, 1.0)
-    p_value, p_method = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        binary,
-        "point_biserial",
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
-    )
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_row(x, binary, "point_biserial", n, _coefficient(res.statistic), 1.0, p)
 
 
 def point_biserial(
@@ -570,13 +553,53 @@ _ROW_FUNCTIONS = {
 }
 
 
-def _flagged(df: pd.DataFrame) -> np.ndarray:
-    """Per row: errored or timed out (a missing flag counts as not flagged)."""
+def flagged_trials(df: pd.DataFrame) -> np.ndarray:
+    """Per row: errored or timed out (a missing flag counts as not flagged).
+
+    >>> flagged_trials(pd.DataFrame({"errored": [True, None], "timed_out": [0, 1]})).tolist()
+    [True, True]
+    """
     flagged = np.zeros(len(df), dtype=bool)
     for column in FLAG_COLUMNS:
         if column in df.columns:
             flagged |= np.nan_to_num(as_float(df[column]).to_numpy(), nan=0.0) != 0.0
     return flagged
+
+
+def _group_block(
+    group: str,
+    mask: np.ndarray,
+    values: dict[str, np.ndarray],
+    flagged: np.ndarray,
+    metrics: list[str],
+    outcomes: list[str],
+    min_n: int,
+    seed: int,
+    n_resamples: int,
+) -> pd.DataFrame:
+    """The rows of one group, with Holm and BH adjusted p-values within each method family."""
+    rows = []
+    # outcome, then method, then metric: consecutive permutation tests share the
+    # outcome's values, whose permuted copy is then built once (rows are sorted later)
+    for outcome in outcomes:
+        for method in _methods_for(outcome):
+            for metric in metrics:
+                xs, ys = values[metric][mask], values[outcome][mask]
+                complete = ~(np.isnan(xs) | np.isnan(ys))
+                row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
+                row["n_flagged"] = int(flagged[mask][complete].sum())
+                row["family"] = METHOD_FAMILY[method]
+                rows.append(row)
+    block = pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "n_flagged", "family"])
+    block.insert(0, "group", group)
+    block["p_holm"] = np.nan
+    block["p_bh"] = np.nan
+    for family in sorted(set(block["family"])):
+        in_family = (block["family"] == family).to_numpy()
+        p_values = block.loc[in_family, "p_value"].to_numpy(dtype=float)
+        block.loc[in_family, "p_holm"] = holm(p_values)
+        block.loc[in_family, "p_bh"] = benjamini_hochberg(p_values)
+    return block
 
 
 def correlate_metrics(
@@ -639,7 +662,7 @@ def correlate_metrics(
     """
     metric_list = resolve_metrics(df, metrics)
     outcome_list = [o for o in outcomes if o in df.columns]
-    flagged = _flagged(df)
+    flagged = flagged_trials(df)
     keep = ~flagged if exclude_flagged else np.ones(len(df), dtype=bool)
     groups: list[tuple[str, np.ndarray]] = [(POOLED_GROUP, keep)]
     if by is not None:
@@ -651,32 +674,13 @@ def correlate_metrics(
     # each column is converted to float once; groups are row masks over those arrays
     values = {c: as_float(df[c]).to_numpy() for c in dict.fromkeys([*metric_list, *outcome_list])}
     columns = ["group", *CORRELATION_COLUMNS, "n_flagged", "family", "p_holm", "p_bh"]
-    frames = []
-    for group, mask in groups:
-        rows = []
-        # outcome, then method, then metric: consecutive permutation tests share the
-        # outcome's values, whose permuted copy is then built once (rows are sorted below)
-        for outcome in outcome_list:
-            for method in _methods_for(outcome):
-                for metric in metric_list:
-                    xs, ys = values[metric][mask], values[outcome][mask]
-                    complete = ~(np.isnan(xs) | np.isnan(ys))
-                    row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
-                    row["n_flagged"] = int(flagged[mask][complete].sum())
-                    row["family"] = METHOD_FAMILY[method]
-                    rows.append(row)
-        if not rows:
-            continue
-        block = pd.DataFrame(rows, columns=[*CORRELATION_COLUMNS, "n_flagged", "family"])
-        block.insert(0, "group", group)
-        block["p_holm"] = np.nan
-        block["p_bh"] = np.nan
-        for family in sorted(set(block["family"])):
-            in_family = (block["family"] == family).to_numpy()
-            p_values = block.loc[in_family, "p_value"].to_numpy(dtype=float)
-            block.loc[in_family, "p_holm"] = holm(p_values)
-            block.loc[in_family, "p_bh"] = benjamini_hochberg(p_values)
-        frames.append(block)
+    frames = [
+        _group_block(
+            group, mask, values, flagged, metric_list, outcome_list, min_n, seed, n_resamples
+        )
+        for group, mask in groups
+        if outcome_list and metric_list
+    ]
     if not frames:
         return pd.DataFrame(columns=columns)
     out = pd.concat(frames, ignore_index=True)[columns]

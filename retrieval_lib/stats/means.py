@@ -8,6 +8,7 @@ with all their values (``method="cluster"``). :func:`mean_ci_row` gives it as a 
 with the columns :data:`MEAN_CI_COLUMNS`; :func:`calibration_table` computes it per
 candidate-set size slice x evidence type. A value that cannot be computed is NaN with a
 ``reason``, never 0; the bootstrap is seeded, so the same inputs give the same numbers.
+The intervals underneath are :mod:`retrieval_lib.stats.intervals`.
 
 Examples
 --------
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import InputError, StatisticsError
+from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
 __all__ = [
     "CALIBRATION_DIMENSIONS",
@@ -92,7 +94,7 @@ def mean_ci(
         Bootstrap resamples (each draws ``n`` values with replacement).
     seed
         Seed of the bootstrap generator (see
-        :func:`~retrieval_lib.stats.paired_tests.bootstrap_mean_ci`, which does the resampling).
+        :func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`, which does the resampling).
     tasks
         The task of each value (same length), or None.
     method
@@ -109,8 +111,6 @@ def mean_ci(
     >>> (r.n, r.n_trials, r.mean)
     (2, 3, 0.5)
     """
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
-
     if not 0 < alpha < 1:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}")
     if n_boot < 1:

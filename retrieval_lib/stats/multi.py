@@ -40,8 +40,9 @@ import pandas as pd
 
 from retrieval_lib import lazylibs
 from retrieval_lib.errors import StatisticsError
+from retrieval_lib.stats.intervals import t_mean_ci
 from retrieval_lib.stats.multiple import holm
-from retrieval_lib.stats.paired_tests import paired_comparison, t_mean_ci
+from retrieval_lib.stats.paired_tests import paired_comparison
 
 __all__ = [
     "FRIEDMAN_COLUMNS",

@@ -23,6 +23,10 @@ confidence intervals of means are seeded percentile bootstrap intervals over tas
 * :func:`fit_lines`: least-squares lines of scatter pairs.
 * :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
 
+Why ~790 lines in one module: a dozen short question-functions (none over 100 lines) over the
+same tidy tables and helpers (``_cis``, ``_mean_n``, ``is_in``), imported by name from here
+by the study notebook; a split would scatter those helpers and change the notebook.
+
 Examples
 --------
 >>> import pandas as pd
@@ -421,6 +425,35 @@ def retrieval_tiers(
 # --------------------------------------------------------------------------- tools
 
 
+def _call_facts(events: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per call: its keys, trial, and what :func:`tool_value` sums (ground truth in its
+    trial, surfaced it, failed, files first found, attributed tokens and seconds)."""
+    ground_truth = trials.set_index("trial_id")["has_ground_truth"].fillna(False).astype(bool)
+    has_gt = events["trial_id"].map(ground_truth).fillna(False).astype(bool).to_numpy()
+    is_error = events["is_error"].astype(bool).to_numpy()
+    surfaced = (
+        has_gt
+        & events["hits_ground_truth"].astype(bool).to_numpy()
+        & ~is_error
+        & (events["tool_category"] != "file_write").to_numpy(dtype=bool)
+    )
+    first = np.fromiter(
+        map(len, events["first_found_ground_truth_files"].to_numpy(dtype=object)),
+        dtype=np.int64,
+        count=len(events),
+    )
+    tokens, seconds = _numbers(events["attributed_tokens"]), _numbers(events["attributed_seconds"])
+    return events[keys].assign(
+        _trial=events["trial_id"],
+        _gt=has_gt.astype(np.int64),
+        _surfaced=surfaced.astype(np.int64),
+        _error=is_error.astype(np.int64),
+        _first=first,
+        _tokens=np.where(np.isfinite(tokens), tokens, np.nan),
+        _seconds=np.where(np.isfinite(seconds), seconds, np.nan),
+    )
+
+
 def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") -> pd.DataFrame:
     """What each tool (``by="tool"``) or tool category (``by="category"``) brought.
 
@@ -441,15 +474,7 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
     """
     if by not in ("tool", "category"):
         raise ValueError(f"by must be 'tool' or 'category', not {by!r}")
-    keys = (
-        ["config_family", "is_mcp", "tool", "tool_category"]
-        if by == "tool"
-        else [
-            "config_family",
-            "is_mcp",
-            "tool_category",
-        ]
-    )
+    keys = ["config_family", "is_mcp", *(["tool"] if by == "tool" else []), "tool_category"]
     columns = [
         *keys,
         "calls",
@@ -469,30 +494,7 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
     if events.empty:
         return pd.DataFrame(columns=columns)
     # one pass per column over the events, one group-by (no per-group frames)
-    ground_truth = trials.set_index("trial_id")["has_ground_truth"].fillna(False).astype(bool)
-    has_gt = events["trial_id"].map(ground_truth).fillna(False).astype(bool).to_numpy()
-    is_error = events["is_error"].astype(bool).to_numpy()
-    surfaced = (
-        has_gt
-        & events["hits_ground_truth"].astype(bool).to_numpy()
-        & ~is_error
-        & (events["tool_category"] != "file_write").to_numpy(dtype=bool)
-    )
-    first = np.fromiter(
-        map(len, events["first_found_ground_truth_files"].to_numpy(dtype=object)),
-        dtype=np.int64,
-        count=len(events),
-    )
-    tokens, seconds = _numbers(events["attributed_tokens"]), _numbers(events["attributed_seconds"])
-    work = events[keys].assign(
-        _trial=events["trial_id"],
-        _gt=has_gt.astype(np.int64),
-        _surfaced=surfaced.astype(np.int64),
-        _error=is_error.astype(np.int64),
-        _first=first,
-        _tokens=np.where(np.isfinite(tokens), tokens, np.nan),
-        _seconds=np.where(np.isfinite(seconds), seconds, np.nan),
-    )
+    work = _call_facts(events, trials, keys)
     grouped = work.groupby(keys, sort=True)
     agg = grouped.agg(
         calls=("_gt", "size"),

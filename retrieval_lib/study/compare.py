@@ -499,7 +499,7 @@ def model_interactions(
     >>> int(row["n"]), float(row["effect_a"]), float(row["effect_b"]), float(row["diff_of_diff"])
     (4, 0.75, 0.25, -0.5)
     """
-    from retrieval_lib.stats.paired_tests import t_mean_ci
+    from retrieval_lib.stats.intervals import t_mean_ci
 
     ref, by_model = _matched_by_model(
         trials, metrics, reference, baseline, combine, strict_harness_version, min_pairs, matches
@@ -744,7 +744,7 @@ def _family_means(
     wide: pd.DataFrame, families: list[str], metric: str, n_boot: int, seed: int, alpha: float
 ) -> list[dict[str, Any]]:
     """Each family's mean over the complete tasks, with its bootstrap CI (from n = 2)."""
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
     out: list[dict[str, Any]] = []
     for family in families:

@@ -291,23 +291,29 @@ class Study:
             strict_harness_version=o.strict_harness_version,
         )
 
+    def _matched_options(self) -> dict[str, Any]:
+        """The options of the matched family comparisons, and the matching they share."""
+        o = self.options
+        return {
+            "reference": o.reference_family,
+            "baseline": o.baseline,
+            "combine": o.combine,
+            "strict_harness_version": o.strict_harness_version,
+            "min_pairs": o.min_pairs,
+            "matches": self._family_matches,
+        }
+
     def family_comparisons(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
         """Every family against the reference family (every pair with ``all_pairs``) on
         matched tasks, Holm over pairs × metrics
         (:func:`retrieval_lib.study.compare.family_comparisons`)."""
         from retrieval_lib.study.compare import family_comparisons
 
-        o = self.options
         return family_comparisons(
             self.analysed,
             self._compare_metrics(metrics),
-            reference=o.reference_family,
-            baseline=o.baseline,
-            all_pairs=o.all_pairs,
-            combine=o.combine,
-            strict_harness_version=o.strict_harness_version,
-            min_pairs=o.min_pairs,
-            matches=self._family_matches,
+            all_pairs=self.options.all_pairs,
+            **self._matched_options(),
         )
 
     def compare(self, metrics: Sequence[str] | None = None) -> FamilyComparison:
@@ -331,16 +337,8 @@ class Study:
         (:func:`retrieval_lib.study.compare.model_effects`)."""
         from retrieval_lib.study.compare import model_effects
 
-        o = self.options
         return model_effects(
-            self.analysed,
-            self._compare_metrics(metrics),
-            reference=o.reference_family,
-            baseline=o.baseline,
-            combine=o.combine,
-            strict_harness_version=o.strict_harness_version,
-            min_pairs=o.min_pairs,
-            matches=self._family_matches,
+            self.analysed, self._compare_metrics(metrics), **self._matched_options()
         )
 
     def model_interactions(self, metrics: Sequence[str] = ("reward",)) -> pd.DataFrame:
@@ -348,17 +346,8 @@ class Study:
         interval over tasks (:func:`retrieval_lib.study.compare.model_interactions`)."""
         from retrieval_lib.study.compare import model_interactions
 
-        o = self.options
         return model_interactions(
-            self.analysed,
-            list(metrics),
-            reference=o.reference_family,
-            baseline=o.baseline,
-            combine=o.combine,
-            strict_harness_version=o.strict_harness_version,
-            min_pairs=o.min_pairs,
-            alpha=o.alpha,
-            matches=self._family_matches,
+            self.analysed, list(metrics), alpha=self.options.alpha, **self._matched_options()
         )
 
     def calibration(self, metric: str) -> pd.DataFrame:

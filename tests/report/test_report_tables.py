@@ -354,7 +354,7 @@ def test_load_run_data_refuses_an_unevaluated_folder(tmp_path):
 
 
 def test_quality_by_config_averages_repeated_trials_per_task_first():
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
     table = pd.DataFrame(
         {

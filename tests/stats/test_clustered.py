@@ -78,7 +78,7 @@ def test_equal_clusters_match_the_hand_written_resampler_too():
 def test_copying_every_trial_leaves_the_cluster_ci_and_narrows_a_trial_bootstrap():
     """Pseudo-replication: four copies of every trial halve a trial-level CI (1/sqrt(4));
     the cluster bootstrap resamples tasks, whose means the copies do not change."""
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
     rng = np.random.default_rng(3)
     tasks = [f"t{i}" for i in range(30) for _ in range(2)]
@@ -187,7 +187,7 @@ def test_joint_intervals_equal_one_call_per_column(seed):
         task_mean_ci,
         task_mean_cis,
     )
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci, bootstrap_mean_cis
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci, bootstrap_mean_cis
 
     rng = np.random.default_rng(seed)
     n = 300

@@ -66,7 +66,7 @@ def test_mean_ci_refuses_bad_settings(kwargs):
 
 
 def test_mean_ci_is_the_stats_bootstrap():
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
     values = [0.3, None, 0.9, 0.1, 0.6, float("nan"), 0.2]
     r = means.mean_ci(values, alpha=0.2, n_boot=1500, seed=8)

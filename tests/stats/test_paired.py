@@ -9,16 +9,15 @@ import pandas as pd
 import pytest
 
 from retrieval_lib.errors import StatisticsError
+from retrieval_lib.stats.intervals import bootstrap_mean_ci, t_mean_ci
 from retrieval_lib.stats.paired import match_tasks, pair_configs
 from retrieval_lib.stats.paired_tests import (
     MCNEMAR_COLUMNS,
     MIN_NONZERO_DELTAS,
     PAIRED_COLUMNS,
-    bootstrap_mean_ci,
     compare_matched,
     mcnemar_exact,
     paired_comparison,
-    t_mean_ci,
     wilcoxon_signed_rank,
 )
 

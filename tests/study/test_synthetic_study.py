@@ -172,7 +172,7 @@ def test_attributed_tokens_add_up_to_each_trials_growth(study):
 
 
 def test_leaderboard_by_hand(study):
-    from retrieval_lib.stats.paired_tests import bootstrap_mean_ci
+    from retrieval_lib.stats.intervals import bootstrap_mean_ci
 
     board = study.leaderboard().set_index(["model", "config_family"])
     # aggregate first, as the matched comparison: m1 baseline ran alpha twice (0.0, 0.5 ->
