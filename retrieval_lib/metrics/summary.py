@@ -11,6 +11,12 @@
 Aggregation policy: every document (trial) is one observation. When a (task, config) pair
 has several trials, each counts; ``counts.by_config.<config>.tasks`` says how many distinct
 tasks stand behind the figures.
+
+Why one module of this length: the table's columns, the summary computed from them and the
+run-level writer that produces both (streamed a batch of documents at a time, the table by
+row groups through :mod:`retrieval_lib.metrics.table_stream`) share one column model
+(identity, metric and outcome columns, their types); split, each part would import the
+others' private column rules. Reading the table back is :mod:`retrieval_lib.metrics.table_files`.
 """
 
 from __future__ import annotations

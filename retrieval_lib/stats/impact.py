@@ -43,6 +43,11 @@ trial is the latest; without it the analysis is refused.
 computes the same analysis in memory otherwise (the report notebook uses it, so the
 report shows exactly what the JSON says).
 
+Why one module of this length: the analysis, its JSON document (schema version, writer and
+reader) and the command's run-by-run driver are one contract, ``retrieval_impact.json``:
+each table of :class:`ImpactResult` is written and read back by the code beside it, so a
+column added to the analysis is added to the document in the same place.
+
 Examples
 --------
 >>> import pandas as pd
@@ -58,6 +63,7 @@ Examples
 >>> row = result.comparisons.set_index("metric").loc["reward"]
 >>> int(row["n"]), float(row["mean_delta"])
 (3, 0.5)
+
 """
 
 from __future__ import annotations

@@ -425,6 +425,21 @@ def retrieval_tiers(
 # --------------------------------------------------------------------------- tools
 
 
+def _finite_sum(values: pd.Series) -> float:
+    """numpy's sum of the finite values (pandas' group-by sum compensates, numpy sums
+    pairwise: the two differ in the last bits, and the study's outputs keep numpy's)."""
+    finite = values.to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.sum()) if finite.size else math.nan
+
+
+def _finite_mean(values: pd.Series) -> float:
+    """numpy's mean of the finite values (see :func:`_finite_sum`)."""
+    finite = values.to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
 def _call_facts(events: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per call: its keys, trial, and what :func:`tool_value` sums (ground truth in its
     trial, surfaced it, failed, files first found, attributed tokens and seconds)."""
@@ -504,11 +519,11 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
         surfaced_ground_truth_calls=("_surfaced", "sum"),
         ground_truth_files_first_found=("_first", "sum"),
         tokens_n=("_tokens", "count"),
-        tokens=("_tokens", "sum"),
-        tokens_per_call=("_tokens", "mean"),
+        tokens=("_tokens", _finite_sum),
+        tokens_per_call=("_tokens", _finite_mean),
         seconds_n=("_seconds", "count"),
-        seconds=("_seconds", "sum"),
-        seconds_per_call=("_seconds", "mean"),
+        seconds=("_seconds", _finite_sum),
+        seconds_per_call=("_seconds", _finite_mean),
     ).reset_index()
     for stem in ("tokens", "seconds"):  # no value: NaN, not a sum of 0
         agg.loc[agg[f"{stem}_n"] == 0, stem] = math.nan
