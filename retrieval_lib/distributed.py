@@ -158,7 +158,7 @@ def _worker_count(client: Any) -> int:
 class DaskMapper(Mapper):
     """A :class:`~retrieval_lib.parallel.Mapper` on a Dask cluster: the client's
     ``concurrent.futures`` executor, :data:`MAX_BATCH` items per task unless told, and
-    a run's evaluation split over tasks (:func:`evaluate_split`).
+    a run's evaluation split over tasks (:func:`evaluate_split_runs`).
 
     Each task's result is released on the cluster once it has come back, so neither the
     driver nor the scheduler holds more than the window, however many items there are.

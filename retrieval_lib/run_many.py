@@ -9,7 +9,7 @@ over the tasks by trial, planned here one run at a time, and evaluated as soon a
 last trial is back. Evaluating, a run of at most :data:`EVALUATE_BATCH` documents is one
 task; a larger one is one task on the process pool and, on a Dask cluster (which keeps
 each document's summary record where it was computed), split in batches
-(:func:`retrieval_lib.distributed.evaluate_split`).
+(:func:`retrieval_lib.distributed.evaluate_split_runs`).
 
 Every run's evaluation is an :class:`~retrieval_lib.metrics.summary.EvaluateResult`
 without its list of metrics files, or the :class:`~retrieval_lib.errors.RetrievalLibError`
