@@ -21,25 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _measure import cpu_and_wall
 
 from retrieval_lib.stats.clustered import cluster_bootstrap_mean, task_mean_ci
 from retrieval_lib.stats.intervals import bootstrap_mean_ci
-
-
-def _time(job: Callable[[], object], repeats: int) -> tuple[float, float]:
-    cpu, wall = [], []
-    for _ in range(repeats):
-        c0, w0 = time.process_time(), time.perf_counter()
-        job()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(cpu), statistics.median(wall)
 
 
 def main() -> None:
@@ -76,7 +64,7 @@ def main() -> None:
     }
     results = {}
     for name, job in jobs.items():
-        cpu, wall = _time(job, args.repeats)
+        cpu, wall = cpu_and_wall(job, args.repeats)
         results[name] = {"cpu_s": cpu, "wall_s": wall}
     ref = results[next(iter(jobs))]["cpu_s"]
     print(

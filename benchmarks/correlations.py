@@ -35,17 +35,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from retrieval_lib.stats.columns import KEY_METRICS
+
 HERE = Path(__file__).resolve().parent
-KEY = [
-    "file.AP",
-    "file.RR",
-    "file.nDCG@10",
-    "file.R@10",
-    "file.recall",
-    "file.context_efficiency",
-    "read.recall",
-    "chunk.recall",
-]
+KEY = list(KEY_METRICS)
 
 
 def make_table(tasks: int, seed: int = 0) -> pd.DataFrame:

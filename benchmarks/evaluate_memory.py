@@ -29,45 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from _measure import RSS_WRAPPER, process_tree
+
 ROOT = Path(__file__).resolve().parents[1]
-
-_RSS_WRAPPER = (
-    "import resource, subprocess, sys\n"
-    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-    "sys.stdout.write(p.stdout); sys.stderr.write(p.stderr)\n"
-    "print('RSS_KB=%d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    "sys.exit(p.returncode)\n"
-)
-
-
-def _tree_rss_mb(root: int) -> float:
-    """Resident memory (MB) of the process ``root`` and its descendants, from /proc."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    fields = handle.read().rpartition(b")")[2].split()
-                parents[int(entry)] = int(fields[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    tree, frontier = {root}, [root]
-    while frontier:
-        pid = frontier.pop()
-        for child, parent in parents.items():
-            if parent == pid and child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    total = 0
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/status") as handle:
-                for line in handle:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
 
 
 def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float, float]:
@@ -83,7 +47,7 @@ def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float,
     before = os.times()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _RSS_WRAPPER, sys.executable, "-m", "retrieval_lib", *args],
+            [sys.executable, "-c", RSS_WRAPPER, sys.executable, "-m", "retrieval_lib", *args],
             stdout=out,
             stderr=err,
             text=True,
@@ -93,7 +57,8 @@ def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float,
         tree = 0.0
         while proc.poll() is None:
             # the wrapper itself (a small Python) is left out: the command's tree only
-            tree = max(tree, _tree_rss_mb(proc.pid) - _tree_rss_mb_self(proc.pid))
+            sizes = process_tree(proc.pid)
+            tree = max(tree, sum(rss for pid, (rss, _) in sizes.items() if pid != proc.pid) / 2**20)
             time.sleep(0.05)
         out.seek(0)
         err.seek(0)
@@ -106,17 +71,6 @@ def _measure(args: list[str], src: str | None, cwd: Path) -> tuple[float, float,
         after.children_system - before.children_system
     )
     return cpu, rss, max(tree, rss)
-
-
-def _tree_rss_mb_self(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def _build_run(work: Path, trials: int, seed: int) -> Path:

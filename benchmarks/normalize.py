@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _measure import RSS_WRAPPER
+
 HEAVY_MODULES = ("scipy", "pingouin", "matplotlib", "seaborn", "papermill", "pandas")
 
 
@@ -145,23 +147,13 @@ def _child_rss_mb(cmd: list[str]) -> tuple[float, float, str]:
     """Run ``cmd``; return (seconds, peak RSS of the child in MB, stdout)."""
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", _RSS_WRAPPER, *cmd], capture_output=True, text=True, check=False
+        [sys.executable, "-c", RSS_WRAPPER, *cmd], capture_output=True, text=True, check=False
     )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"command failed: {' '.join(cmd)}\n{proc.stderr}")
     out, _, rss = proc.stdout.rpartition("RSS_KB=")
     return seconds, int(rss.strip()) / 1024, out
-
-
-# Runs the command as a grandchild and reports its peak RSS (ru_maxrss of children).
-_RSS_WRAPPER = (
-    "import resource, subprocess, sys\n"
-    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-    "sys.stdout.write(p.stdout); sys.stderr.write(p.stderr)\n"
-    "print('RSS_KB=%d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    "sys.exit(p.returncode)\n"
-)
 
 
 def _cli(*args: str) -> list[str]:

@@ -22,10 +22,10 @@ import argparse
 import json
 import os
 import shlex
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from _measure import cpu_and_wall
 
 from retrieval_lib.traces.shell import parse_shell_command
 
@@ -34,16 +34,6 @@ COMMANDS = (
     "cd /workspace/src && sed -n '10,40p' app.py && grep -rn foo . | head -20",
     "python -m pytest tests/test_x.py -q 2>&1 | tail -20",
 )
-
-
-def _time(job: Callable[[], object], repeats: int) -> tuple[float, float]:
-    cpu, wall = [], []
-    for _ in range(repeats):
-        c0, w0 = time.process_time(), time.perf_counter()
-        job()
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(cpu), statistics.median(wall)
 
 
 def _run_all(parse: Callable[[str], object], commands: list[str]) -> None:
@@ -65,7 +55,7 @@ def main() -> None:
     }
     results = {}
     for name, job in jobs.items():
-        cpu, wall = _time(job, args.repeats)
+        cpu, wall = cpu_and_wall(job, args.repeats)
         results[name] = {"cpu_s": cpu, "wall_s": wall, "us_per_command": 1e6 * cpu / len(commands)}
     ref = results["reference: shlex.split"]["cpu_s"]
     print(f"{len(commands):,} commands; load average {os.getloadavg()[0]:.1f}")

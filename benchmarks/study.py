@@ -46,54 +46,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _measure import process_tree
+
 HERE = Path(__file__).resolve().parent
-
-
-def _tree_rss_mb(root_pid: int) -> tuple[float, float]:
-    """(total, largest) resident memory in MB of ``root_pid`` and its descendants."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-            ppid, pages = int(fields[1]), int(fields[21])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
-    todo, seen = [root_pid], []
-    while todo:
-        pid = todo.pop()
-        seen.append(pid)
-        todo.extend(children.get(pid, []))
-    sizes = [rss.get(pid, 0) for pid in seen]
-    return sum(sizes) / 1e6, max(sizes, default=0) / 1e6
-
-
-def _tree_cpu(root_pid: int) -> dict[int, float]:
-    """CPU seconds (user + system, own and waited-for children) per live process of the tree."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-        cpu[int(entry)] = sum(int(v) for v in fields[11:15]) / tick
-    todo, seen = [root_pid], {}
-    while todo:
-        pid = todo.pop()
-        seen[pid] = cpu.get(pid, 0.0)
-        todo.extend(children.get(pid, []))
-    return seen
 
 
 def _measure(cmd: list[str]) -> dict[str, float | str]:
@@ -106,9 +61,10 @@ def _measure(cmd: list[str]) -> dict[str, float | str]:
 
     def sample() -> None:
         while proc.poll() is None:
-            total, largest = _tree_rss_mb(proc.pid)
-            peaks[0], peaks[1] = max(peaks[0], total), max(peaks[1], largest)
-            for pid, seconds in _tree_cpu(proc.pid).items():
+            tree = process_tree(proc.pid)
+            sizes = [rss / 1e6 for rss, _ in tree.values()]
+            peaks[0], peaks[1] = max(peaks[0], sum(sizes)), max(peaks[1], max(sizes))
+            for pid, (_, seconds) in tree.items():
                 if pid != proc.pid:  # the root's own figure comes from wait4 below
                     cpu_seen[pid] = max(cpu_seen.get(pid, 0.0), seconds)
             time.sleep(0.05)
