@@ -87,7 +87,7 @@ class SessionMeta:
 
 @dataclass(frozen=True)
 class Totals:
-    """Session token totals over distinct API messages (subagents included)."""
+    """Token totals and cost over distinct API messages."""
 
     input_tokens: int
     output_tokens: int
@@ -95,19 +95,6 @@ class Totals:
     cache_creation_tokens: int
     cost_usd: float
     distinct_messages: int
-    main_input: int
-    main_output: int
-    main_cache_read: int
-    main_cache_creation: int
-
-    @property
-    def total_tokens(self) -> int:
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens
-            + self.cache_creation_tokens
-        )
 
 
 def _all_messages(messages: list[Message]):
@@ -117,27 +104,18 @@ def _all_messages(messages: list[Message]):
             yield from _all_messages(call.children)
 
 
-def totals(plan: TrialPlan) -> Totals:
-    """Token and cost totals of a plan, as the transcript's ``result`` line reports them."""
-    every = list(_all_messages(plan.messages))
-    main = plan.messages
-    inp = sum(m.input_tokens for m in every)
-    out = sum(m.output_tokens for m in every)
-    cr = sum(m.cache_read for m in every)
-    cc = sum(m.cache_creation for m in every)
+def _sums(messages: list[Message]) -> Totals:
+    inp = sum(m.input_tokens for m in messages)
+    out = sum(m.output_tokens for m in messages)
+    cr = sum(m.cache_read for m in messages)
+    cc = sum(m.cache_creation for m in messages)
     cost = inp * PRICE_INPUT + out * PRICE_OUTPUT + cr * PRICE_CACHE_READ + cc * PRICE_CACHE_WRITE
-    return Totals(
-        input_tokens=inp,
-        output_tokens=out,
-        cache_read_tokens=cr,
-        cache_creation_tokens=cc,
-        cost_usd=cost,
-        distinct_messages=len(every),
-        main_input=sum(m.input_tokens for m in main),
-        main_output=sum(m.output_tokens for m in main),
-        main_cache_read=sum(m.cache_read for m in main),
-        main_cache_creation=sum(m.cache_creation for m in main),
-    )
+    return Totals(inp, out, cr, cc, cost, len(messages))
+
+
+def totals(plan: TrialPlan) -> Totals:
+    """The session's totals (subagents included), as the transcript's ``result`` line has them."""
+    return _sums(list(_all_messages(plan.messages)))
 
 
 # --------------------------------------------------------------------------------------
@@ -153,7 +131,8 @@ class LineInfo:
     call_id: str | None = None
 
 
-def _usage_line(msg: Message) -> dict[str, Any]:
+def _message_usage(msg: Message) -> dict[str, Any]:
+    """The ``usage`` of an assistant line (output tokens: the streaming placeholder)."""
     return {
         "input_tokens": msg.input_tokens,
         "cache_creation_input_tokens": msg.cache_creation,
@@ -165,6 +144,27 @@ def _usage_line(msg: Message) -> dict[str, Any]:
         "output_tokens": msg.placeholder_output,
         "service_tier": "standard",
         "inference_geo": "not_available",
+    }
+
+
+def _final_usage(
+    input_tokens: int, cache_creation: int, cache_read: int, output_tokens: int
+) -> dict[str, Any]:
+    """A message's usage once it is complete (the ``result`` line's for the session)."""
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": cache_creation,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": output_tokens,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {
+            "ephemeral_1h_input_tokens": cache_creation,
+            "ephemeral_5m_input_tokens": 0,
+        },
+        "inference_geo": "",
+        "iterations": [],
+        "speed": "standard",
     }
 
 
@@ -196,17 +196,9 @@ def transcript_lines(
 
 #: Slash commands the ``init`` line lists.
 _SLASH_COMMANDS = [
-    "debug",
-    "compact",
-    "context",
-    "cost",
-    "init",
-    "pr-comments",
-    "release-notes",
-    "review",
-    "security-review",
-    "insights",
-]
+    "debug", "compact", "context", "cost", "init", "pr-comments", "release-notes", "review",
+    "security-review", "insights",
+]  # fmt: skip
 
 
 def _init_line(meta: SessionMeta, rng: random.Random) -> dict[str, Any]:
@@ -284,7 +276,7 @@ def _assistant_lines(
             "caller": {"type": "direct"},
         }
         blocks.append((tool_use, call.id))
-    usage = _usage_line(msg)
+    usage = _message_usage(msg)
     out = []
     for block, call_id in blocks:
         line = {
@@ -329,16 +321,9 @@ def _tool_result_line(
     call: Call, parent: str | None, meta: SessionMeta, rng: random.Random
 ) -> dict[str, Any]:
     """The ``user`` line carrying a call's ``tool_result`` and ``tool_use_result``."""
-    result: dict[str, Any] = {
-        "tool_use_id": call.id,
-        "type": "tool_result",
-        "content": call.content,
-    }
-    if call.is_error is not None:
-        result["is_error"] = call.is_error
     return {
         "type": "user",
-        "message": {"role": "user", "content": [result]},
+        "message": {"role": "user", "content": [_raw_result(call)]},
         "parent_tool_use_id": parent,
         "session_id": meta.session_id,
         "uuid": uuid4(rng),
@@ -349,6 +334,7 @@ def _tool_result_line(
 def _result_line(plan: TrialPlan, meta: SessionMeta, rng: random.Random) -> dict[str, Any]:
     """The closing ``result`` line: duration, turns, the session's usage and cost."""
     t = totals(plan)
+    main = _sums(plan.messages)
     duration_ms = int(plan.duration * 1000)
     n_calls = sum(len(m.calls) for m in plan.messages)
     return {
@@ -362,21 +348,12 @@ def _result_line(plan: TrialPlan, meta: SessionMeta, rng: random.Random) -> dict
         "stop_reason": None,
         "session_id": meta.session_id,
         "total_cost_usd": t.cost_usd,
-        "usage": {
-            "input_tokens": t.main_input,
-            "cache_creation_input_tokens": t.main_cache_creation,
-            "cache_read_input_tokens": t.main_cache_read,
-            "output_tokens": t.main_output,
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": "standard",
-            "cache_creation": {
-                "ephemeral_1h_input_tokens": t.main_cache_creation,
-                "ephemeral_5m_input_tokens": 0,
-            },
-            "inference_geo": "",
-            "iterations": [],
-            "speed": "standard",
-        },
+        "usage": _final_usage(
+            main.input_tokens,
+            main.cache_creation_tokens,
+            main.cache_read_tokens,
+            main.output_tokens,
+        ),
         "modelUsage": {
             meta.model: {
                 "inputTokens": t.input_tokens,
@@ -400,40 +377,18 @@ def _result_line(plan: TrialPlan, meta: SessionMeta, rng: random.Random) -> dict
 
 
 def _metrics(msg: Message, last: bool) -> dict[str, Any]:
-    prompt = msg.input_tokens + msg.cache_read
-    if not last:
-        return {
-            "prompt_tokens": prompt,
-            "completion_tokens": msg.placeholder_output,
-            "cached_tokens": msg.cache_read,
-            "extra": {
-                "cache_creation_input_tokens": msg.cache_creation,
-                "cache_read_input_tokens": msg.cache_read,
-                "cache_creation": {
-                    "ephemeral_5m_input_tokens": 0,
-                    "ephemeral_1h_input_tokens": msg.cache_creation,
-                },
-                "service_tier": "standard",
-                "inference_geo": "not_available",
-            },
-        }
+    """A step's metrics; ``extra`` is the message's usage without input and output tokens:
+    the streamed usage, or on the message's last step the final one."""
+    if last:
+        tokens = (msg.input_tokens, msg.cache_creation, msg.cache_read, msg.output_tokens)
+        usage = _final_usage(*tokens)
+    else:
+        usage = _message_usage(msg)
     return {
-        "prompt_tokens": prompt,
-        "completion_tokens": msg.output_tokens,
+        "prompt_tokens": msg.input_tokens + msg.cache_read,
+        "completion_tokens": msg.output_tokens if last else msg.placeholder_output,
         "cached_tokens": msg.cache_read,
-        "extra": {
-            "cache_creation_input_tokens": msg.cache_creation,
-            "cache_read_input_tokens": msg.cache_read,
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": "standard",
-            "cache_creation": {
-                "ephemeral_1h_input_tokens": msg.cache_creation,
-                "ephemeral_5m_input_tokens": 0,
-            },
-            "inference_geo": "",
-            "iterations": [],
-            "speed": "standard",
-        },
+        "extra": {k: v for k, v in usage.items() if k not in ("input_tokens", "output_tokens")},
     }
 
 
