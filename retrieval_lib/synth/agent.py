@@ -25,6 +25,7 @@ from retrieval_lib.synth.repos import REPOS, RepoProfile, file_lines, symbol_lin
 from retrieval_lib.traces.tools import classify_tool
 
 __all__ = [
+    "ID_ALPHABET",
     "SYSTEM_REMINDER",
     "AgentFile",
     "Call",
@@ -34,7 +35,8 @@ __all__ = [
     "category_of",
 ]
 
-_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+#: The characters of the random parts of ids and trial names.
+ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 SYSTEM_REMINDER = (
     "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be "
@@ -157,7 +159,7 @@ class _Ids:
         self.rng = rng
 
     def token(self, n: int) -> str:
-        return "".join(self.rng.choices(_ID_ALPHABET, k=n))
+        return "".join(self.rng.choices(ID_ALPHABET, k=n))
 
     def tool(self) -> str:
         return "toolu_01" + self.token(22)

@@ -19,6 +19,7 @@ import json
 import random
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,6 +32,8 @@ __all__ = [
     "LineInfo",
     "SessionMeta",
     "Totals",
+    "all_messages",
+    "harbor_task",
     "iso_ms",
     "iso_us",
     "result_json_bytes",
@@ -97,11 +100,12 @@ class Totals:
     distinct_messages: int
 
 
-def _all_messages(messages: list[Message]):
+def all_messages(messages: list[Message]) -> Iterator[Message]:
+    """``messages`` and their subagents' messages, each right after the message of its call."""
     for msg in messages:
         yield msg
         for call in msg.calls:
-            yield from _all_messages(call.children)
+            yield from all_messages(call.children)
 
 
 def _sums(messages: list[Message]) -> Totals:
@@ -115,7 +119,7 @@ def _sums(messages: list[Message]) -> Totals:
 
 def totals(plan: TrialPlan) -> Totals:
     """The session's totals (subagents included), as the transcript's ``result`` line has them."""
-    return _sums(list(_all_messages(plan.messages)))
+    return _sums(list(all_messages(plan.messages)))
 
 
 # --------------------------------------------------------------------------------------
@@ -584,14 +588,7 @@ def result_json_bytes(
         "source": None,
         "task_checksum": f"{rng.getrandbits(256):064x}",
         "config": {
-            "task": {
-                "path": task_path,
-                "git_url": None,
-                "git_commit_id": None,
-                "overwrite": False,
-                "download_dir": None,
-                "source": None,
-            },
+            "task": harbor_task(task_path),
             "trial_name": trial_name,
             "trials_dir": trials_dir,
             "timeout_multiplier": 10.0,
@@ -633,6 +630,18 @@ def result_json_bytes(
         start, end = phases[phase]
         document[phase] = {"started_at": iso_us(start), "finished_at": iso_us(end)}
     return indent4(document)
+
+
+def harbor_task(path: str) -> dict[str, Any]:
+    """The ``task`` entry of a Harbor trial or job config."""
+    return {
+        "path": path,
+        "git_url": None,
+        "git_commit_id": None,
+        "overwrite": False,
+        "download_dir": None,
+        "source": None,
+    }
 
 
 def indent4(value: Any) -> bytes:

@@ -32,12 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import InputError
+from retrieval_lib.synth.agent import ID_ALPHABET
 from retrieval_lib.synth.catalog import TaskSpec, build_task
-from retrieval_lib.synth.formats import (
-    indent4,
-    iso_us,
-    uuid4,
-)
+from retrieval_lib.synth.formats import harbor_task, indent4, iso_us, uuid4
 from retrieval_lib.synth.manifest import (
     MANIFEST_NAME,
     RunFacts,
@@ -59,8 +56,6 @@ from retrieval_lib.synth.trial import (
 
 __all__ = ["SCALES", "generate_runs"]
 
-HARNESS_VERSION = "2.1.62"
-ARCHIVED_HARNESS_VERSION = "2.1.50"
 BATCH_BASE = datetime(2026, 3, 1, 9, 15, 0)
 ARCHIVE_BASE = datetime(2026, 2, 28, 0, 6, 30)
 _ARCHIVED_KINDS = ("solve_sh", "none")
@@ -203,8 +198,9 @@ def generate_runs(
     archived = [t for t in tasks if t.kind in _ARCHIVED_KINDS] or [tasks[-1]]
     batch = [t for t in tasks if t not in archived] or list(tasks)
 
-    context = _Context(out, writer, seed, preset["read_span"], transcript_target_bytes, want_calls)
-    runs, trials = context.all_runs(n_runs, batch, archived)
+    trials = TrialWriter(out, writer, preset["read_span"], transcript_target_bytes or 0, want_calls)
+    made = [_batch_run(trials, seed, run_index, batch) for run_index in range(n_runs)]
+    made.append(_archived_run(trials, seed, archived))
 
     manifest = SynthManifest(
         params={
@@ -216,8 +212,8 @@ def generate_runs(
             "call_facts": want_calls,
         },
         tasks=[_task_facts(t) for t in tasks],
-        runs=runs,
-        trials=trials,
+        runs=[run for run, _ in made],
+        trials=[trial for _, run_trials in made for trial in run_trials],
         files_written=writer.files,
         bytes_written=writer.bytes,
         out_dir=out,
@@ -295,222 +291,143 @@ def _task_facts(task: TaskSpec) -> TaskFacts:
     )
 
 
-class _Context:
-    """Shared state of one generation: output folder, seed, sizes."""
+def _trial_name(rng: random.Random, raw_name: str) -> str:
+    """A trial folder's name: the task's, cut to 32 characters, and a random suffix."""
+    return f"{raw_name[:32]}__{''.join(rng.choices(ID_ALPHABET, k=7))}"
 
-    def __init__(
-        self,
-        out: Path,
-        writer: Writer,
-        seed: int,
-        read_span: tuple[int, int],
-        target_bytes: int | None,
-        call_facts: bool,
-    ) -> None:
-        self.out = out
-        self.writer = writer
-        self.seed = seed
-        self.trials = TrialWriter(out, writer, read_span, target_bytes or 0, call_facts)
 
-    # -- runs ----------------------------------------------------------------------------
-    def all_runs(
-        self, n_runs: int, batch: list[TaskSpec], archived: list[TaskSpec]
-    ) -> tuple[list[RunFacts], list[TrialFacts]]:
-        """``n_runs`` batch-layout runs of ``batch``, then the archived run of ``archived``."""
-        runs: list[RunFacts] = []
-        trials: list[TrialFacts] = []
-        for run_index in range(n_runs):
-            run, run_trials = self.batch_run(run_index, batch)
-            runs.append(run)
-            trials.extend(run_trials)
-        run, run_trials = self.archived_run(archived)
-        runs.append(run)
-        trials.extend(run_trials)
-        return runs, trials
+def _batch_run(
+    trials: TrialWriter, seed: int, run_index: int, tasks: list[TaskSpec]
+) -> tuple[RunFacts, list[TrialFacts]]:
+    """A batch-layout run: every task under both configs, then a few baseline repeats."""
+    base = BATCH_BASE + timedelta(days=run_index)
+    run_id = f"csb_synth_haiku_{base:%Y%m%d_%H%M%S}"
+    run_dir = trials.out / "runs" / "official" / run_id
+    rng = random.Random(f"run:{seed}:{run_index}")
+    jobs: list[tuple[TaskSpec, str, int, datetime, Variant]] = []
+    repeats: list[tuple[TaskSpec, str]] = []
+    for position, task in enumerate(tasks):
+        for offset, config in ((0, BASELINE_CONFIG), (40, MCP_CONFIG)):
+            start = base + timedelta(seconds=150 * position + offset)
+            jobs.append((task, config, 0, start, _variant(rng, position, config, run_index == 0)))
+        if (run_index == 0 and position == 2) or (position >= 8 and rng.random() < 0.03):
+            repeats.append((task, BASELINE_CONFIG))
+    end = base + timedelta(seconds=150 * len(tasks) + 60)
+    for k, (task, config) in enumerate(repeats):
+        jobs.append((task, config, 1, end + timedelta(seconds=150 * k), Variant(True, False)))
+    pair_counts = Counter((t.name, c) for t, c, *_ in jobs)
+    facts = []
+    for task, config, repeat, start, variant in jobs:
+        batch_ts = f"{start:%Y-%m-%d__%H-%M-%S}"
+        trial_rng = random.Random(f"trial:{seed}:{run_index}:{task.index}:{config}:{repeat}")
+        raw_name = task.name
+        if config == MCP_CONFIG:
+            raw_name = f"mcp_{task.name}_{''.join(trial_rng.choices(ID_ALPHABET, k=6))}"
+        trial_dir = run_dir / config / batch_ts / _trial_name(trial_rng, raw_name)
+        spec = TrialSpec(
+            task=task,
+            run_id=run_id,
+            config=config,
+            raw_name=raw_name,
+            trial_dir=trial_dir,
+            batch_ts=batch_ts,
+            start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
+            variant=variant,
+            repeat=repeat,
+            pair_count=pair_counts[(task.name, config)],
+        )
+        facts.append(trials.write(trial_rng, spec))
+    path = run_dir.relative_to(trials.out).as_posix()
+    return RunFacts(run_id, "batch", path, [BASELINE_CONFIG, MCP_CONFIG], len(facts)), facts
 
-    def batch_run(self, run_index: int, tasks: list[TaskSpec]) -> tuple[RunFacts, list[TrialFacts]]:
-        base = BATCH_BASE + timedelta(days=run_index)
-        run_id = f"csb_synth_haiku_{base:%Y%m%d_%H%M%S}"
-        run_dir = self.out / "runs" / "official" / run_id
-        rng = random.Random(f"run:{self.seed}:{run_index}")
-        jobs: list[tuple[TaskSpec, str, int, datetime, Variant]] = []
-        repeats: list[tuple[TaskSpec, str]] = []
-        for position, task in enumerate(tasks):
-            for offset, config in ((0, BASELINE_CONFIG), (40, MCP_CONFIG)):
-                start = base + timedelta(seconds=150 * position + offset)
-                jobs.append(
-                    (task, config, 0, start, _variant(rng, position, config, run_index == 0))
-                )
-            if (run_index == 0 and position == 2) or (position >= 8 and rng.random() < 0.03):
-                repeats.append((task, BASELINE_CONFIG))
-        end = base + timedelta(seconds=150 * len(tasks) + 60)
-        for k, (task, config) in enumerate(repeats):
-            jobs.append((task, config, 1, end + timedelta(seconds=150 * k), Variant(True, False)))
-        pair_counts = Counter((t.name, c) for t, c, *_ in jobs)
-        facts = []
-        for task, config, repeat, start, variant in jobs:
-            batch_ts = f"{start:%Y-%m-%d__%H-%M-%S}"
-            trial_rng = random.Random(
-                f"trial:{self.seed}:{run_index}:{task.index}:{config}:{repeat}"
-            )
+
+def _archived_run(
+    trials: TrialWriter, seed: int, tasks: list[TaskSpec]
+) -> tuple[RunFacts, list[TrialFacts]]:
+    """The archived-layout run: one job folder per task and config, each with one trial."""
+    run_id = f"csb_synth_haiku_{ARCHIVE_BASE:%m%d%y}"
+    run_dir = trials.out / "runs" / "official" / "archive" / run_id
+    facts = []
+    job_dirs = []
+    for position, task in enumerate(tasks):
+        for offset, config, group in ((0, BASELINE_CONFIG, "baseline"), (3, MCP_CONFIG, "mcp")):
+            start = ARCHIVE_BASE + timedelta(seconds=200 * position + offset)
+            trial_rng = random.Random(f"archived:{seed}:{task.index}:{config}")
             mcp = config == MCP_CONFIG
-            raw_name = (
-                f"mcp_{task.name}_{''.join(trial_rng.choices(_ALNUM, k=6))}" if mcp else task.name
+            raw_name = f"sgonly_{task.name}" if mcp else task.name
+            job_dir = run_dir / group / f"{task.suite}_{task.name}_{config}"
+            spec = TrialSpec(
+                task=task,
+                run_id=run_id,
+                config=config,
+                raw_name=raw_name,
+                trial_dir=job_dir / _trial_name(trial_rng, raw_name),
+                batch_ts=None,
+                start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
+                variant=Variant(not mcp, mcp),
             )
-            trial_name = f"{raw_name[:32]}__{''.join(trial_rng.choices(_ALNUM, k=7))}"
-            trial_dir = run_dir / config / batch_ts / trial_name
-            facts.append(
-                self.trials.write(
-                    trial_rng,
-                    TrialSpec(
-                        task=task,
-                        run_id=run_id,
-                        layout="batch",
-                        config=config,
-                        trial_dir=trial_dir,
-                        raw_name=raw_name,
-                        trial_name=trial_name,
-                        batch_ts=batch_ts,
-                        start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
-                        variant=variant,
-                        version=HARNESS_VERSION,
-                        sg_infix=True,
-                        trials_dir=f"runs/staging/{run_id}/{config}/{batch_ts}",
-                        repeat=repeat,
-                        pair_count=pair_counts[(task.name, config)],
-                    ),
-                )
-            )
-        run = RunFacts(
-            run_id=run_id,
-            layout="batch",
-            path=run_dir.relative_to(self.out).as_posix(),
-            configs=[BASELINE_CONFIG, MCP_CONFIG],
-            n_trials=len(facts),
-        )
-        return run, facts
+            trial = trials.write(trial_rng, spec)
+            facts.append(trial)
+            job_dirs.append(job_dir.relative_to(trials.out).as_posix())
+            _write_job_files(trials.writer, trial_rng, job_dir, spec, trial)
+    path = run_dir.relative_to(trials.out).as_posix()
+    configs = [BASELINE_CONFIG, MCP_CONFIG]
+    return RunFacts(run_id, "archived", path, configs, len(facts), job_dirs), facts
 
-    def archived_run(self, tasks: list[TaskSpec]) -> tuple[RunFacts, list[TrialFacts]]:
-        run_id = f"csb_synth_haiku_{ARCHIVE_BASE:%m%d%y}"
-        run_dir = self.out / "runs" / "official" / "archive" / run_id
-        facts = []
-        job_dirs = []
-        for position, task in enumerate(tasks):
-            for offset, (config, group) in (
-                (0, (BASELINE_CONFIG, "baseline")),
-                (3, (MCP_CONFIG, "mcp")),
-            ):
-                start = ARCHIVE_BASE + timedelta(seconds=200 * position + offset)
-                trial_rng = random.Random(f"archived:{self.seed}:{task.index}:{config}")
-                mcp = config == MCP_CONFIG
-                raw_name = f"sgonly_{task.name}" if mcp else task.name
-                trial_name = f"{raw_name[:32]}__{''.join(trial_rng.choices(_ALNUM, k=7))}"
-                job_name = f"{task.suite}_{task.name}_{config}"
-                job_dir = run_dir / group / job_name
-                trial = self.trials.write(
-                    trial_rng,
-                    TrialSpec(
-                        task=task,
-                        run_id=run_id,
-                        layout="archived",
-                        config=config,
-                        trial_dir=job_dir / trial_name,
-                        raw_name=raw_name,
-                        trial_name=trial_name,
-                        batch_ts=None,
-                        start=start + timedelta(microseconds=trial_rng.randint(100000, 900000)),
-                        variant=Variant(not mcp, mcp),
-                        version=ARCHIVED_HARNESS_VERSION,
-                        sg_infix=False,
-                        trials_dir=f"runs/staging/{run_id}/{config}/{job_name}",
-                        repeat=0,
-                        pair_count=1,
-                    ),
-                )
-                facts.append(trial)
-                job_dirs.append(job_dir.relative_to(self.out).as_posix())
-                self._job_files(trial_rng, job_dir, job_name, run_id, config, task, trial)
-        run = RunFacts(
-            run_id=run_id,
-            layout="archived",
-            path=run_dir.relative_to(self.out).as_posix(),
-            configs=[BASELINE_CONFIG, MCP_CONFIG],
-            n_trials=len(facts),
-            job_dirs=job_dirs,
-        )
-        return run, facts
 
-    def _job_files(
-        self,
-        rng: random.Random,
-        job_dir: Path,
-        job_name: str,
-        run_id: str,
-        config: str,
-        task: TaskSpec,
-        trial: TrialFacts,
-    ) -> None:
-        task_path = f"/home/runner/CodeScaleBench/benchmarks/{task.task_dirs[0]}"
-        job_config = {
-            "job_name": job_name,
-            "jobs_dir": f"runs/staging/{run_id}/{config}",
-            "n_attempts": 1,
-            "timeout_multiplier": 10.0,
-            "debug": False,
-            "orchestrator": {
-                "type": "local",
-                "n_concurrent_trials": 4,
-                "quiet": False,
-                "retry": {"max_retries": 0},
-            },
-            "environment": {"type": "docker", "force_build": False, "delete": True},
-            "verifier": {"override_timeout_sec": None, "max_timeout_sec": None, "disable": False},
-            "agents": [
-                {
-                    "name": None,
-                    "import_path": "agents.claude_baseline_agent:BaselineClaudeCodeAgent",
-                    "model_name": f"anthropic/{MODEL}",
-                    "kwargs": {},
+def _write_job_files(
+    writer: Writer, rng: random.Random, job_dir: Path, spec: TrialSpec, trial: TrialFacts
+) -> None:
+    """An archived job folder's own ``config.json`` and ``result.json`` (not a trial)."""
+    job_config = {
+        "job_name": job_dir.name,
+        "jobs_dir": f"runs/staging/{spec.run_id}/{spec.config}",
+        "n_attempts": 1,
+        "timeout_multiplier": 10.0,
+        "debug": False,
+        "orchestrator": {
+            "type": "local",
+            "n_concurrent_trials": 4,
+            "quiet": False,
+            "retry": {"max_retries": 0},
+        },
+        "environment": {"type": "docker", "force_build": False, "delete": True},
+        "verifier": {"override_timeout_sec": None, "max_timeout_sec": None, "disable": False},
+        "agents": [
+            {
+                "name": None,
+                "import_path": "agents.claude_baseline_agent:BaselineClaudeCodeAgent",
+                "model_name": f"anthropic/{MODEL}",
+                "kwargs": {},
+            }
+        ],
+        "datasets": [],
+        "tasks": [harbor_task(f"/home/runner/CodeScaleBench/benchmarks/{spec.task.task_dirs[0]}")],
+    }
+    started = datetime.strptime(trial.started_at, "%Y-%m-%dT%H:%M:%S.%f")
+    reward = trial.reward
+    n_errors = 0 if trial.exception_type is None else 1
+    job_result = {
+        "id": uuid4(rng),
+        "started_at": iso_us(started - timedelta(seconds=1.5)),
+        "finished_at": iso_us(started + timedelta(seconds=trial.agent_execution_seconds + 90)),
+        "n_total_trials": 1,
+        "stats": {
+            "n_trials": 1,
+            "n_errors": n_errors,
+            "evals": {
+                f"claude-code__{MODEL}__{spec.task.suite}": {
+                    "n_trials": 1,
+                    "n_errors": n_errors,
+                    "metrics": [{"mean": reward}],
+                    "reward_stats": {"reward": {str(reward): [trial.trial_name]}},
+                    "exception_stats": {},
                 }
-            ],
-            "datasets": [],
-            "tasks": [
-                {
-                    "path": task_path,
-                    "git_url": None,
-                    "git_commit_id": None,
-                    "overwrite": False,
-                    "download_dir": None,
-                    "source": None,
-                }
-            ],
-        }
-        started = datetime.strptime(trial.started_at, "%Y-%m-%dT%H:%M:%S.%f")
-        reward = trial.reward
-        job_result = {
-            "id": uuid4(rng),
-            "started_at": iso_us(started - timedelta(seconds=1.5)),
-            "finished_at": iso_us(started + timedelta(seconds=trial.agent_execution_seconds + 90)),
-            "n_total_trials": 1,
-            "stats": {
-                "n_trials": 1,
-                "n_errors": 0 if trial.exception_type is None else 1,
-                "evals": {
-                    f"claude-code__{MODEL}__{task.suite}": {
-                        "n_trials": 1,
-                        "n_errors": 0 if trial.exception_type is None else 1,
-                        "metrics": [{"mean": reward}],
-                        "reward_stats": {"reward": {str(reward): [trial.trial_name]}},
-                        "exception_stats": {},
-                    }
-                },
             },
-        }
-        self.writer.write(job_dir / "config.json", indent4(job_config))
-        self.writer.write(job_dir / "result.json", indent4(job_result))
-
-
-_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+        },
+    }
+    writer.write(job_dir / "config.json", indent4(job_config))
+    writer.write(job_dir / "result.json", indent4(job_result))
 
 
 def _is_example(params: dict[str, Any]) -> bool:

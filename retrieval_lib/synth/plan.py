@@ -68,7 +68,6 @@ def plan_trial(
     sg_infix: bool = True,
     read_span: tuple[int, int] = (20, 50),
     pad_bytes: int = 0,
-    allow_subagent: bool = True,
     force_subagent: bool = False,
 ) -> TrialPlan:
     """Plan one trial's agent behaviour (see the module docstring).
@@ -92,9 +91,7 @@ def plan_trial(
     goal = _GOALS[task.output]
 
     surfaced, to_read, noise_reads = _choose_files(rng, relevant, noise, skill)
-    styles, use_subagent = _search_styles(
-        rng, mcp=mcp, allow_subagent=allow_subagent, force_subagent=force_subagent
-    )
+    styles, use_subagent = _search_styles(rng, mcp=mcp, force_subagent=force_subagent)
     buckets = _search_buckets(rng, surfaced, noise, len(styles) + (1 if use_subagent else 0))
     messages = _search_messages(b, goal, styles, buckets)
     if use_subagent:
@@ -143,7 +140,7 @@ def _choose_files(
 
 
 def _search_styles(
-    rng: random.Random, *, mcp: bool, allow_subagent: bool, force_subagent: bool
+    rng: random.Random, *, mcp: bool, force_subagent: bool
 ) -> tuple[list[str], bool]:
     """The searches the agent runs, in order, and whether it also asks a subagent."""
     if mcp:
@@ -156,7 +153,7 @@ def _search_styles(
         styles = ["grep_files", rng.choice(["grep_content", "bash_grep"])]
         if rng.random() < 0.5:
             styles.append("glob")
-    use_subagent = allow_subagent and not mcp and (force_subagent or rng.random() < 0.25)
+    use_subagent = not mcp and (force_subagent or rng.random() < 0.25)
     return styles, use_subagent
 
 

@@ -21,6 +21,7 @@ from retrieval_lib.synth.agent import Call, Message, TrialPlan
 from retrieval_lib.synth.catalog import TaskSpec
 from retrieval_lib.synth.formats import (
     SessionMeta,
+    all_messages,
     atif_call_order,
     iso_us,
     result_json_bytes,
@@ -33,7 +34,9 @@ from retrieval_lib.synth.manifest import CallFacts, TrialFacts
 from retrieval_lib.synth.plan import plan_trial
 
 __all__ = [
+    "ARCHIVED_HARNESS_VERSION",
     "BASELINE_CONFIG",
+    "HARNESS_VERSION",
     "MCP_CONFIG",
     "MODEL",
     "TrialSpec",
@@ -46,6 +49,8 @@ BASELINE_CONFIG = "baseline-local-direct"
 MCP_CONFIG = "mcp-remote-direct"
 MODEL = "claude-haiku-4-5-20251001"
 #: Harness (Claude Code) versions: batch runs, and the older archived run.
+HARNESS_VERSION = "2.1.62"
+ARCHIVED_HARNESS_VERSION = "2.1.50"
 
 _BANNER = (
     "bash: cannot set terminal process group (-1): Inappropriate ioctl for device\n"
@@ -94,21 +99,14 @@ class Writer:
                 self._made.clear()
             self._made.add(folder)
 
-    def write(self, path: Path, data: bytes | str) -> None:
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        self._folder(path.parent)
-        with open(path, "wb") as handle:
-            handle.write(data)
-        self.files += 1
-        self.bytes += len(data)
-
-    def write_lines(self, path: Path, chunks: list[bytes]) -> None:
+    def write(self, path: Path, *chunks: bytes | str) -> None:
+        """Write ``chunks`` (text as UTF-8) one after the other to ``path``, and count them."""
         self._folder(path.parent)
         with open(path, "wb") as handle:
             for chunk in chunks:
-                handle.write(chunk)
-                self.bytes += len(chunk)
+                data = chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+                handle.write(data)
+                self.bytes += len(data)
         self.files += 1
 
 
@@ -131,29 +129,13 @@ def _instruction_for(task: TaskSpec, mcp: bool) -> str:
     return _MCP_PREAMBLE.format(targets=targets) + task.instruction
 
 
-def _walk_calls(messages: list[Message], transcript_order: bool) -> list[Call]:
+def _atif_calls(messages: list[Message]) -> list[Call]:
+    """The calls in trajectory order: each call right before its subagent's calls."""
     calls: list[Call] = []
     for msg in messages:
-        ordered = msg.calls if transcript_order else atif_call_order(msg)
-        if transcript_order:
-            calls.extend(ordered)
-            for call in ordered:
-                calls.extend(_walk_calls(call.children, True))
-        else:
-            for call in ordered:
-                calls.append(call)
-                calls.extend(_walk_calls(call.children, False))
+        for call in atif_call_order(msg):
+            calls += [call, *_atif_calls(call.children)]
     return calls
-
-
-def _parallel_groups(messages: list[Message]) -> list[list[str]]:
-    groups: list[list[str]] = []
-    for msg in messages:
-        if len(msg.calls) > 1:
-            groups.append([c.id for c in msg.calls])
-        for call in msg.calls:
-            groups.extend(_parallel_groups(call.children))
-    return groups
 
 
 def _trial_facts(
@@ -214,23 +196,23 @@ def _trial_facts(
 
 @dataclass(frozen=True)
 class TrialSpec:
-    """Who one trial is and where it goes: its task, run, config, names, start and variant."""
+    """Who one trial is and where it goes: its task, run, config, folder, start and variant.
+
+    ``trial_dir`` is in the batch folder ``batch_ts`` of a batch-layout run, or in a job
+    folder of the archived run (``batch_ts`` ``None``), whose older harness
+    (:data:`ARCHIVED_HARNESS_VERSION`) names the MCP tools without the ``sg_`` infix.
+    """
 
     task: TaskSpec
     run_id: str
-    layout: str
     config: str
-    trial_dir: Path
     raw_name: str
-    trial_name: str
+    trial_dir: Path
     batch_ts: str | None
     start: datetime
     variant: Variant
-    version: str
-    sg_infix: bool
-    trials_dir: str
-    repeat: int
-    pair_count: int
+    repeat: int = 0
+    pair_count: int = 1
 
 
 @dataclass
@@ -246,48 +228,25 @@ class _Traces:
     truncated: bool = False
 
 
-@dataclass(frozen=True)
-class _Timeline:
-    """The ends of a trial's phases (environment, agent setup, agent, verifier, trial)."""
-
-    start: datetime
-    env_end: datetime
-    setup_end: datetime
-    agent_start: datetime
-    agent_end: datetime
-    verifier_end: datetime
-    finished: datetime
-
-    @classmethod
-    def draw(
-        cls,
-        rng: random.Random,
-        start: datetime,
-        duration: float,
-        time_limit_sec: float,
-        variant: Variant,
-    ) -> _Timeline:
-        """Seeded phase lengths; a truncated trial's agent runs to its time limit."""
-        env_end = start + timedelta(seconds=rng.uniform(2.5, 20.0))
-        setup_end = env_end + timedelta(seconds=rng.uniform(8.0, 35.0))
-        agent_start = setup_end + timedelta(microseconds=rng.randint(20, 60))
-        if variant.truncated:
-            agent_end = agent_start + timedelta(seconds=time_limit_sec)
-        else:
-            agent_end = agent_start + timedelta(seconds=duration + rng.uniform(1.0, 6.0))
-        verifier_end = agent_end + timedelta(seconds=rng.uniform(0.2, 9.0))
-        finished = verifier_end + timedelta(seconds=rng.uniform(8.0, 25.0))
-        return cls(start, env_end, setup_end, agent_start, agent_end, verifier_end, finished)
-
-    def phases(self) -> dict[str, tuple[datetime, datetime]]:
-        """The phases as ``result.json`` reports them (start, end)."""
-        return {
-            "trial": (self.start, self.finished),
-            "environment_setup": (self.start + timedelta(microseconds=600), self.env_end),
-            "agent_setup": (self.env_end + timedelta(microseconds=30), self.setup_end),
-            "agent_execution": (self.agent_start, self.agent_end),
-            "verifier": (self.agent_end + timedelta(microseconds=60), self.verifier_end),
-        }
+def _phases(
+    rng: random.Random, start: datetime, duration: float, time_limit_sec: int, truncated: bool
+) -> dict[str, tuple[datetime, datetime]]:
+    """``result.json``'s phases (start, end) of seeded lengths; a truncated trial's agent
+    runs to its time limit."""
+    env_end = start + timedelta(seconds=rng.uniform(2.5, 20.0))
+    setup_end = env_end + timedelta(seconds=rng.uniform(8.0, 35.0))
+    agent_start = setup_end + timedelta(microseconds=rng.randint(20, 60))
+    agent_seconds = time_limit_sec if truncated else duration + rng.uniform(1.0, 6.0)
+    agent_end = agent_start + timedelta(seconds=agent_seconds)
+    verifier_end = agent_end + timedelta(seconds=rng.uniform(0.2, 9.0))
+    finished = verifier_end + timedelta(seconds=rng.uniform(8.0, 25.0))
+    return {
+        "trial": (start, finished),
+        "environment_setup": (start + timedelta(microseconds=600), env_end),
+        "agent_setup": (env_end + timedelta(microseconds=30), setup_end),
+        "agent_execution": (agent_start, agent_end),
+        "verifier": (agent_end + timedelta(microseconds=60), verifier_end),
+    }
 
 
 def _timeout_exception(task: TaskSpec, agent_end: datetime) -> dict[str, Any]:
@@ -306,31 +265,33 @@ def _timeout_exception(task: TaskSpec, agent_end: datetime) -> dict[str, Any]:
 
 
 def _agent_result(plan: TrialPlan, variant: Variant) -> dict[str, Any]:
-    """``result.json``'s ``agent_result``: token sums only when the trial has a trace."""
-    prompt: int | None = None
-    cached: int | None = None
-    completion: int | None = None
-    if variant.transcript or variant.trajectory:
-        prompt, cached, completion = _atif_sums(plan)
+    """``result.json``'s ``agent_result``: token sums only when the trial has a trace.
+
+    Harbor sums per ATIF step, so a message's usage counts once per content block.
+    """
+    prompt = cached = completion = 0
+    for msg in all_messages(plan.messages):
+        blocks = (1 if msg.thinking else 0) + (1 if msg.text else 0) + len(msg.calls)
+        prompt += blocks * (msg.input_tokens + msg.cache_read)
+        cached += blocks * msg.cache_read
+        completion += (blocks - 1) * msg.placeholder_output + msg.output_tokens
+    traced = variant.transcript or variant.trajectory
     return {
-        "n_input_tokens": prompt,
-        "n_cache_tokens": cached,
-        "n_output_tokens": completion,
+        "n_input_tokens": prompt if traced else None,
+        "n_cache_tokens": cached if traced else None,
+        "n_output_tokens": completion if traced else None,
         "cost_usd": None,
         "rollout_details": None,
         "metadata": None,
     }
 
 
-def _expected_source(variant: Variant) -> str | None:
-    """The trace a reader should take the trial's calls from."""
-    if variant.trajectory and variant.transcript:
-        return "merged"
-    if variant.trajectory:
-        return "trajectory"
-    if variant.transcript:
-        return "transcript"
-    return None
+#: The trace a reader should take a trial's calls from, by (transcript, trajectory).
+_EXPECTED_SOURCE = {
+    (True, True): "merged",
+    (False, True): "trajectory",
+    (True, False): "transcript",
+}
 
 
 class TrialWriter:
@@ -352,37 +313,38 @@ class TrialWriter:
 
     def write(self, rng: random.Random, s: TrialSpec) -> TrialFacts:
         """Plan one trial, write its files, and return the facts they contain."""
-        task, mcp = s.task, s.config == MCP_CONFIG
+        task, mcp, batch = s.task, s.config == MCP_CONFIG, s.batch_ts is not None
+        version = HARNESS_VERSION if batch else ARCHIVED_HARNESS_VERSION
         skill = min(1.0, rng.betavariate(2.0, 2.0) + (0.05 if mcp else 0.0))
         plan = plan_trial(
             task,
             rng,
             mcp=mcp,
             skill=skill,
-            sg_infix=s.sg_infix,
+            sg_infix=batch,
             read_span=self.read_span,
             pad_bytes=self.target_bytes,
             force_subagent=s.variant.subagent,
-            allow_subagent=True,
         )
         reward = _reward(rng, task, plan.coverage)
-        times = _Timeline.draw(rng, s.start, plan.duration, task.time_limit_sec, s.variant)
+        phases = _phases(rng, s.start, plan.duration, task.time_limit_sec, s.variant.truncated)
+        agent_start, agent_end = phases["agent_execution"]
         exception_info = None
         if s.variant.truncated:
             reward = 0.0
-            exception_info = _timeout_exception(task, times.agent_end)
+            exception_info = _timeout_exception(task, agent_end)
         meta = SessionMeta(
             session_id=uuid4(rng),
             model=MODEL,
-            version=s.version,
+            version=version,
             mcp=mcp,
-            sg_infix=s.sg_infix,
+            sg_infix=batch,
             instruction=_instruction_for(task, mcp),
-            agent_start=times.agent_start,
+            agent_start=agent_start,
         )
         self.writer.write(s.trial_dir / "agent" / "instruction.txt", meta.instruction)
         traces = self._write_traces(rng, plan, meta, s)
-        self._write_result(rng, s, plan, reward, exception_info, times)
+        self._write_result(rng, s, plan, reward, exception_info, phases)
         self.writer.write(
             s.trial_dir / "verifier" / "reward.txt",
             f"{reward}\n" if task.reward_type == "binary" else f"{reward:.2f}\n",
@@ -393,10 +355,10 @@ class TrialWriter:
         complete = totals(plan) if traces.files and not traces.truncated else None
         return TrialFacts(
             run_id=s.run_id,
-            layout=s.layout,
+            layout="batch" if batch else "archived",
             config_name=s.config,
             trial_dir=s.trial_dir.relative_to(self.out).as_posix(),
-            trial_name=s.trial_name,
+            trial_name=s.trial_dir.name,
             task_name=task.name,
             raw_task_name=s.raw_name,
             benchmark=task.suite,
@@ -404,7 +366,7 @@ class TrialWriter:
             started_at=iso_us(s.start),
             model=MODEL,
             # result.json says "unknown": only a trace tells the harness version.
-            harness_version=s.version if traces.files else None,
+            harness_version=version if traces.files else None,
             repeat_index=s.repeat,
             trials_for_pair=s.pair_count,
             is_latest_trial=s.repeat == s.pair_count - 1,
@@ -413,7 +375,9 @@ class TrialWriter:
             has_trajectory=s.variant.trajectory,
             transcript_truncated=traces.truncated,
             banner_lines=traces.banner_lines,
-            expected_trace_source=_expected_source(s.variant),
+            expected_trace_source=_EXPECTED_SOURCE.get(
+                (s.variant.transcript, s.variant.trajectory)
+            ),
             gt_files=task.gt_files,
             reward=reward,
             exception_type=exception_info["exception_type"] if exception_info else None,
@@ -422,7 +386,11 @@ class TrialWriter:
             transcript_tool_uses=traces.transcript_tool_uses,
             trajectory_tool_steps=traces.trajectory_tool_steps,
             submitted_files=plan.submitted_keys,
-            parallel_groups=_parallel_groups(plan.messages) if traces.files else [],
+            parallel_groups=[
+                [c.id for c in m.calls] for m in all_messages(plan.messages) if len(m.calls) > 1
+            ]
+            if traces.files
+            else [],
             # The session totals exist only where the trace reports them in full.
             cost_usd=complete.cost_usd if complete and s.variant.transcript else None,
             input_tokens=complete.input_tokens if complete else None,
@@ -430,7 +398,7 @@ class TrialWriter:
             cache_read_tokens=complete.cache_read_tokens if complete else None,
             cache_creation_tokens=complete.cache_creation_tokens if complete else None,
             distinct_messages=complete.distinct_messages if complete else None,
-            agent_execution_seconds=round((times.agent_end - times.agent_start).total_seconds(), 6),
+            agent_execution_seconds=round((agent_end - agent_start).total_seconds(), 6),
             **facts,
         )
 
@@ -446,7 +414,7 @@ class TrialWriter:
             self.writer.write(s.trial_dir / "agent" / "trajectory.json", data)
             traces.files.append("agent/trajectory.json")
             traces.trajectory_tool_steps = len(order)
-            traces.present = _walk_calls(plan.messages, False)
+            traces.present = _atif_calls(plan.messages)
             traces.results_present = {c.id for c in traces.present}
         return traces
 
@@ -469,15 +437,17 @@ class TrialWriter:
         traces.results_present = {
             info.call_id for _, info in surviving if info.kind == "tool_result" and info.call_id
         }
-        traces.present = [c for c in _walk_calls(plan.messages, True) if c.id in call_ids]
+        # Transcript order: a message's calls, then their subagents' calls.
+        in_order = (c for m in all_messages(plan.messages) for c in m.calls)
+        traces.present = [c for c in in_order if c.id in call_ids]
         traces.transcript_tool_uses = len(traces.present)
         if s.variant.stdout_banner:
             traces.banner_lines = _BANNER.count("\n")
             rel = "agent/command-1/stdout.txt"
-            self.writer.write_lines(s.trial_dir / rel, [_BANNER.encode("utf-8"), *chunks])
+            chunks.insert(0, _BANNER.encode("utf-8"))
         else:
             rel = "agent/claude-code.txt"
-            self.writer.write_lines(s.trial_dir / rel, chunks)
+        self.writer.write(s.trial_dir / rel, *chunks)
         traces.files.append(rel)
 
     def _write_result(
@@ -487,7 +457,7 @@ class TrialWriter:
         plan: TrialPlan,
         reward: float,
         exception_info: dict[str, Any] | None,
-        times: _Timeline,
+        phases: dict[str, tuple[datetime, datetime]],
     ) -> None:
         """Write the trial's ``result.json``."""
         task_path = (
@@ -495,37 +465,20 @@ class TrialWriter:
             if s.config == MCP_CONFIG
             else f"/home/runner/CodeScaleBench/benchmarks/{s.task.task_dirs[0]}"
         )
+        trials_dir = f"runs/staging/{s.run_id}/{s.config}/{s.trial_dir.parent.name}"
         self.writer.write(
             s.trial_dir / "result.json",
             result_json_bytes(
                 rng=rng,
                 task_name=s.raw_name,
-                trial_name=s.trial_name,
-                trial_uri=f"file:///home/runner/CodeScaleBench/runs/staging/{s.trials_dir.split('/', 2)[-1]}/{s.trial_name}",
+                trial_name=s.trial_dir.name,
+                trial_uri=f"file:///home/runner/CodeScaleBench/{trials_dir}/{s.trial_dir.name}",
                 task_path=task_path,
-                trials_dir=s.trials_dir,
+                trials_dir=trials_dir,
                 model=MODEL,
                 agent_result=_agent_result(plan, s.variant),
                 reward=reward,
                 exception_info=exception_info,
-                phases=times.phases(),
+                phases=phases,
             ),
         )
-
-
-def _atif_sums(plan: TrialPlan) -> tuple[int, int, int]:
-    """Harbor's ``agent_result`` token sums: per ATIF step, so repeated usage double-counts."""
-    prompt = cached = completion = 0
-
-    def walk(messages: list[Message]) -> None:
-        nonlocal prompt, cached, completion
-        for msg in messages:
-            blocks = (1 if msg.thinking else 0) + (1 if msg.text else 0) + len(msg.calls)
-            prompt += blocks * (msg.input_tokens + msg.cache_read)
-            cached += blocks * msg.cache_read
-            completion += (blocks - 1) * msg.placeholder_output + msg.output_tokens
-            for call in msg.calls:
-                walk(call.children)
-
-    walk(plan.messages)
-    return prompt, cached, completion
