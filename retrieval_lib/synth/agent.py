@@ -136,39 +136,18 @@ class TrialPlan:
     duration: float
 
 
-_CAT_PREFIXES: list[str] = []
-_SG_PREFIXES: list[str] = []
+#: Line-number formats: Claude Code's Read output (``cat -n`` style, ``"     1→"``) and
+#: Sourcegraph's read_file (``"1: "``); their prefixes are cached, by format.
+_CAT, _SG = "{:>6}\u2192", "{}: "
+_PREFIXES: dict[str, list[str]] = {_CAT: [], _SG: []}
 
 
-def _cat_prefixes(start: int, end: int) -> list[str]:
-    """``cat -n``-style prefixes of Claude Code's Read output (``"     1→"``)."""
-    while len(_CAT_PREFIXES) <= end:
-        _CAT_PREFIXES.append(f"{len(_CAT_PREFIXES):>6}\u2192")
-    return _CAT_PREFIXES[start : end + 1]
-
-
-def _sg_prefixes(start: int, end: int) -> list[str]:
-    """Sourcegraph read_file line prefixes (``"1: "``)."""
-    while len(_SG_PREFIXES) <= end:
-        _SG_PREFIXES.append(f"{len(_SG_PREFIXES)}: ")
-    return _SG_PREFIXES[start : end + 1]
-
-
-class _Ids:
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def token(self, n: int) -> str:
-        return "".join(self.rng.choices(ID_ALPHABET, k=n))
-
-    def tool(self) -> str:
-        return "toolu_01" + self.token(22)
-
-    def message(self) -> str:
-        return "msg_01" + self.token(22)
-
-    def signature(self, n_bytes: int) -> str:
-        return base64.b64encode(self.rng.randbytes(n_bytes)).decode("ascii")
+def _numbered(style: str, start: int, lines: list[str]) -> list[str]:
+    """``lines``, the first being line ``start``, each behind its number in ``style``."""
+    prefixes = _PREFIXES[style]
+    while len(prefixes) < start + len(lines):
+        prefixes.append(style.format(len(prefixes)))
+    return list(map(str.__add__, prefixes[start : start + len(lines)], lines))
 
 
 @dataclass(frozen=True)
@@ -201,7 +180,6 @@ class ToolCallBuilder:
     ) -> None:
         self.task = task
         self.rng = rng
-        self.ids = _Ids(rng)
         self.mcp = mcp
         self.prefix = "mcp__sourcegraph__sg_" if sg_infix else "mcp__sourcegraph__"
         self.span = span
@@ -210,6 +188,10 @@ class ToolCallBuilder:
         self.all_files: tuple[AgentFile, ...] = ()
 
     # -- naming --------------------------------------------------------------------------
+    def token(self, n: int) -> str:
+        """``n`` random id characters."""
+        return "".join(self.rng.choices(ID_ALPHABET, k=n))
+
     def key(self, f: AgentFile) -> str:
         return self.task.key(f.repo, f.path)
 
@@ -224,7 +206,7 @@ class ToolCallBuilder:
     ) -> Call:
         is_mcp = name.startswith("mcp__")
         return Call(
-            id=self.ids.tool(),
+            id="toolu_01" + self.token(22),
             name=name,
             input=tool_input,
             content=content,
@@ -246,10 +228,14 @@ class ToolCallBuilder:
         """One API message holding ``calls`` (made by the subagent ``parent`` if given)."""
         for c in calls:
             c.parent_id = parent
+        message_id = "msg_01" + self.token(22)
+        signature = ""
+        if thinking:
+            signature = base64.b64encode(self.rng.randbytes(self.rng.randint(48, 120))).decode()
         return Message(
-            id=self.ids.message(),
+            id=message_id,
             thinking=thinking,
-            signature=self.ids.signature(self.rng.randint(48, 120)) if thinking else "",
+            signature=signature,
             text=text,
             calls=calls,
             parent_id=parent,
@@ -301,13 +287,10 @@ class ToolCallBuilder:
         """A ``Grep`` listing the files that match (``files_with_matches``)."""
         symbol = self.task.symbol
         names = [self.relative_path(f) for f in files]
-        tool_input: dict[str, Any] = {"pattern": symbol, "output_mode": "files_with_matches"}
+        tool_input: dict[str, Any] = {"pattern": symbol}
         if self.rng.random() < 0.4 and not self.org:
-            tool_input = {
-                "pattern": symbol,
-                "type": self.task.repos[0].language[:2],
-                "output_mode": "files_with_matches",
-            }
+            tool_input["type"] = self.task.repos[0].language[:2]
+        tool_input["output_mode"] = "files_with_matches"
         content = f"Found {len(names)} files\n" + "\n".join(names) if names else "No files found"
         result = {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)}
         return self.call("Grep", tool_input, content, result, result_keys=keys)
@@ -392,9 +375,7 @@ class ToolCallBuilder:
                 if centre > total_lines(f.profile, f.path) - 2:
                     continue
                 start, end, lines = self._snippet(f, centre, symbol)
-                content = "".join(
-                    f"{n}: {line}\n" for n, line in zip(range(start, end + 1), lines, strict=True)
-                )
+                content = "\n".join(_numbered(_SG, start, lines)) + "\n"
                 chunks.append(
                     {
                         "content": content + f"{end + 1}: ",
@@ -488,7 +469,7 @@ class ToolCallBuilder:
         key = self.key(f)
         common: dict[str, Any] = {"arg_keys": [key], "read_keys": [key]}
         if style == "mcp":
-            numbered = "\n".join(map(str.__add__, _sg_prefixes(start, end), lines)) + "\n"
+            numbered = "\n".join(_numbered(_SG, start, lines)) + "\n"
             body = {
                 "content": numbered + f"{end + 1}: ",
                 "url": (
@@ -505,10 +486,9 @@ class ToolCallBuilder:
                 "endLine": end,
             }
             return self.call(self.prefix + "read_file", arguments, block, block, **common)
-        raw = "\n".join(lines)
         if style == "sed":
             command = f"sed -n '{start},{end}p' {self.local_path(f)}"
-            return self.bash(command, raw, **common)
+            return self.bash(command, "\n".join(lines), **common)
         if style == "head" and last <= 400:
             # A short file: agents simply cat it.
             whole_file = file_lines(f.profile, f.path, 1, last, symbol)
@@ -525,18 +505,24 @@ class ToolCallBuilder:
             tool_input["offset"] = start
         if not whole or end < last:
             tool_input["limit"] = end - start + 1
-        numbered = "\n".join(map(str.__add__, _cat_prefixes(start, end), lines))
+        return self.read_call(tool_input, lines, start, last, **common)
+
+    def read_call(
+        self, tool_input: dict[str, Any], lines: list[str], start: int, total: int, **kw: Any
+    ) -> Call:
+        """A ``Read`` returning ``lines`` from line ``start`` of a ``total``-line file."""
         result = {
             "type": "text",
             "file": {
-                "filePath": self.local_path(f),
-                "content": raw,
+                "filePath": tool_input["file_path"],
+                "content": "\n".join(lines),
                 "numLines": len(lines),
                 "startLine": start,
-                "totalLines": last,
+                "totalLines": total,
             },
         }
-        return self.call("Read", tool_input, numbered + SYSTEM_REMINDER, result, **common)
+        numbered = "\n".join(_numbered(_CAT, start, lines))
+        return self.call("Read", tool_input, numbered + SYSTEM_REMINDER, result, **kw)
 
     # -- writes --------------------------------------------------------------------------
     def write(self, file_path: str, content: str, key: str) -> Call:
@@ -562,18 +548,12 @@ class ToolCallBuilder:
         old = file_lines(f.profile, f.path, where, where, symbol)[0]
         new = old.replace(symbol, f"{symbol}_v2") if symbol in old else old + "  # updated"
         path = self.local_path(f)
-        snippet = "\n".join(
-            f"{n:>6}\u2192{line}"
-            for n, line in zip(
-                range(where - 2, where + 3),
-                [
-                    *file_lines(f.profile, f.path, where - 2, where - 1),
-                    new,
-                    *file_lines(f.profile, f.path, where + 1, where + 2),
-                ],
-                strict=False,
-            )
-        )
+        around = [
+            *file_lines(f.profile, f.path, where - 2, where - 1),
+            new,
+            *file_lines(f.profile, f.path, where + 1, where + 2),
+        ]
+        snippet = "\n".join(_numbered(_CAT, where - 2, around))
         content = (
             f"The file {path} has been updated. Here's the result of running `cat -n` on a "
             f"snippet of the edited file:\n{snippet}"
@@ -606,22 +586,14 @@ class ToolCallBuilder:
         )
 
     def todo(self) -> Call:
+        steps = (
+            (f"Search for {self.task.symbol} definitions and callers", "Searching the code base"),
+            ("Read the relevant files", "Reading the relevant files"),
+            ("Write the result", "Writing the result"),
+        )
         todos = [
-            {
-                "content": f"Search for {self.task.symbol} definitions and callers",
-                "status": "in_progress",
-                "activeForm": "Searching the code base",
-            },
-            {
-                "content": "Read the relevant files",
-                "status": "pending",
-                "activeForm": "Reading the relevant files",
-            },
-            {
-                "content": "Write the result",
-                "status": "pending",
-                "activeForm": "Writing the result",
-            },
+            {"content": content, "status": "pending" if i else "in_progress", "activeForm": form}
+            for i, (content, form) in enumerate(steps)
         ]
         content = (
             "Todos have been modified successfully. Ensure that you continue to use the todo list "

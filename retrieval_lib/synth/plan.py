@@ -14,7 +14,6 @@ import json
 import random
 
 from retrieval_lib.synth.agent import (
-    SYSTEM_REMINDER,
     AgentFile,
     Call,
     Message,
@@ -252,7 +251,7 @@ def _subagent_message(
     task_call.tool_use_result = {
         "status": "completed",
         "prompt": task_call.input["prompt"],
-        "agentId": b.ids.token(8).lower(),
+        "agentId": b.token(8).lower(),
         "content": blocks,
         "totalDurationMs": rng.randint(8000, 40000),
         "totalTokens": rng.randint(20000, 60000),
@@ -378,25 +377,12 @@ def _output_check(b: ToolCallBuilder, written: Call) -> Message | None:
                 )
             ]
         )
-    content = written.input["content"]
-    numbered = "\n".join(
-        f"{n:>6}\u2192{line}" for n, line in enumerate(content.split("\n"), start=1)
-    )
-    lines = content.split("\n")
-    verify = b.call(
-        "Read",
+    lines = written.input["content"].split("\n")
+    verify = b.read_call(
         {"file_path": path},
-        numbered + SYSTEM_REMINDER,
-        {
-            "type": "text",
-            "file": {
-                "filePath": path,
-                "content": content,
-                "numLines": len(lines),
-                "startLine": 1,
-                "totalLines": len(lines),
-            },
-        },
+        lines,
+        1,
+        len(lines),
         arg_keys=list(written.write_keys),
         read_keys=list(written.write_keys),
     )
