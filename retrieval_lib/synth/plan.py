@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
 from retrieval_lib.synth.agent import (
     AgentFile,
@@ -47,6 +48,13 @@ def _thinking(rng: random.Random, template: str, task: TaskSpec, goal: str) -> s
             f"\n\nThe repository is {task.repos[0].upstream}; paths should be repository-relative."
         )
     return text
+
+
+def _maybe_commented(b: ToolCallBuilder, calls: list[Call], goal: str, phase: int) -> Message:
+    """A message of ``calls``, sometimes with the thought and the text of ``phase``."""
+    rng = b.rng
+    thinking = _thinking(rng, _THOUGHTS[phase], b.task, goal) if rng.random() < 0.35 else None
+    return b.message(calls, thinking=thinking, text=_TEXTS[phase] if rng.random() < 0.5 else None)
 
 
 #: What the agent is asked to produce, by the task's kind of output (said in its thoughts).
@@ -198,13 +206,7 @@ def _search_messages(
         calls = [b.search(buckets[i], styles[i])]
         if rng.random() < 0.15:
             calls.append(b.empty_search())
-        messages.append(
-            b.message(
-                calls,
-                thinking=_thinking(rng, _THOUGHTS[1], task, goal) if rng.random() < 0.35 else None,
-                text=_TEXTS[1] if rng.random() < 0.5 else None,
-            )
-        )
+        messages.append(_maybe_commented(b, calls, goal, 1))
     return messages
 
 
@@ -263,7 +265,7 @@ def _subagent_message(
 
 def _read_messages(b: ToolCallBuilder, goal: str, reads: list[AgentFile]) -> list[Message]:
     """The read phase, in a shuffled order, one to three reads in parallel per message."""
-    rng, task, mcp = b.rng, b.task, b.mcp
+    rng, mcp = b.rng, b.mcp
     messages: list[Message] = []
     rng.shuffle(reads)
     read_style = "mcp" if mcp else "read"
@@ -278,13 +280,7 @@ def _read_messages(b: ToolCallBuilder, goal: str, reads: list[AgentFile]) -> lis
                 roll = rng.random()
                 style = "sed" if roll < 0.15 else ("head" if roll < 0.22 else "read")
             calls.append(b.read(f, style))
-        messages.append(
-            b.message(
-                calls,
-                thinking=_thinking(rng, _THOUGHTS[2], task, goal) if rng.random() < 0.35 else None,
-                text=_TEXTS[2] if rng.random() < 0.5 else None,
-            )
-        )
+        messages.append(_maybe_commented(b, calls, goal, 2))
     return messages
 
 
@@ -315,16 +311,14 @@ def _output_calls(
     ]
     if rng.random() < 0.6:
         submitted_files.append(rng.choice(noise))
-    final_calls: list[Call] = []
+    value: Any
+    if task.output == "edit":
+        edited = [f for f in relevant if (f.repo, f.path) in set(task.edit_files) and f in to_read]
+        return [_edit_call(b, f) for f in edited], edited
     if task.output == "submission":
-        names = [f"{f.repo}::{f.path}" if task.is_org else f.path for f in submitted_files]
-        final_calls.append(
-            b.write(
-                "/workspace/submission.json", json.dumps(names, indent=2) + "\n", "submission.json"
-            )
-        )
+        value = [f"{f.repo}::{f.path}" if task.is_org else f.path for f in submitted_files]
     elif task.output == "review":
-        review = [
+        value = [
             {
                 "file": b.relative_path(f),
                 "line": symbol_line(f.profile, f.path, task.symbol),
@@ -332,23 +326,15 @@ def _output_calls(
             }
             for f in submitted_files
         ]
-        final_calls.append(
-            b.write("/workspace/review.json", json.dumps(review, indent=2) + "\n", "review.json")
-        )
-    elif task.output == "answer":
-        answer = {
+    else:
+        value = {
             "pr_number": rng.randint(6000, 9999),
             "title": f"Fix {task.symbol} for llama 3.1 rope scaling",
         }
-        final_calls.append(
-            b.write("/workspace/answer.json", json.dumps(answer, indent=2) + "\n", "answer.json")
-        )
-    else:
-        submitted_files = [
-            f for f in relevant if (f.repo, f.path) in set(task.edit_files) and f in to_read
-        ]
-        final_calls = [_edit_call(b, f) for f in submitted_files]
-    return final_calls, submitted_files
+    name = f"{task.output}.json"
+    return [
+        b.write(f"/workspace/{name}", json.dumps(value, indent=2) + "\n", name)
+    ], submitted_files
 
 
 def _edit_call(b: ToolCallBuilder, f: AgentFile) -> Call:
