@@ -9,7 +9,7 @@ file contents are in :mod:`retrieval_lib.synth.repos`.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from retrieval_lib.synth.repos import (
     ORG_REPOS,
@@ -27,25 +27,25 @@ __all__ = [
     "gt_key",
 ]
 
-
-# --------------------------------------------------------------------------------------
-# Tasks
-# --------------------------------------------------------------------------------------
+#: Where each kind of ground truth is read from, and how much it is trusted.
+_GT_SOURCES: dict[str, tuple[str | None, str | None]] = {
+    "bare_list": ("tests/ground_truth.json", "high"),  # a JSON list (with a duplicate entry)
+    "dict": ("tests/ground_truth.json", "high"),  # {files, symbols, expected_edit_files}
+    "org": ("tests/ground_truth.json", "high"),  # {files: ["repo::path"], symbols[{..., repo}]}
+    "defects": ("tests/expected_defects.json", "high"),  # a list with line ranges
+    "defects_wrapped": ("tests/expected_defects.json", "high"),  # {"defects": [...]}
+    "expected_changes": ("tests/expected_changes.json", "high"),  # {expected_files}
+    "reference_patch": ("tests/reference_fix.patch", "high"),
+    # split: task.toml in ccb_<x>/<task>/, the ground truth in csb_sdlc_<x>/<task>/
+    "split": ("tests/ground_truth.json", "high"),
+    "solve_sh": ("solution/solve.sh", "medium"),  # with an embedded diff
+    "none": (None, None),  # no retrieval ground truth (a checklist verifier)
+    # curator: chunks too, and tests/ground_truth_meta.json beside
+    "curator": ("tests/ground_truth_agent.json", "medium"),
+}
 
 #: Ground-truth kinds, cycled over task indices (``index % len(GT_KINDS)``).
-GT_KINDS: tuple[str, ...] = (
-    "bare_list",  # tests/ground_truth.json: a JSON list (with a duplicate entry)
-    "dict",  # tests/ground_truth.json: {files, symbols, expected_edit_files}
-    "org",  # tests/ground_truth.json: {files: ["repo::path"], symbols[{file, symbol, repo}]}
-    "defects",  # tests/expected_defects.json: a list with line ranges
-    "defects_wrapped",  # tests/expected_defects.json: {"defects": [...]}
-    "expected_changes",  # tests/expected_changes.json: {expected_files}
-    "reference_patch",  # tests/reference_fix.patch
-    "split",  # ccb_<x>/<task>/task.toml + csb_sdlc_<x>/<task>/tests/ground_truth.json
-    "solve_sh",  # solution/solve.sh with an embedded diff
-    "none",  # no retrieval ground truth (a checklist verifier)
-    "curator",  # tests/ground_truth_agent.json (+ chunks) with tests/ground_truth_meta.json
-)
+GT_KINDS: tuple[str, ...] = tuple(_GT_SOURCES)
 
 _KIND_SETUP: dict[str, tuple[str, str, str, str]] = {
     # kind: (suite, topic, reward_type, output)
@@ -112,15 +112,10 @@ class TaskSpec:
     gt_confidence: str | None = None
     time_limit_sec: int = 900
     instruction: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def is_org(self) -> bool:
         return self.kind == "org"
-
-    @property
-    def has_ground_truth(self) -> bool:
-        return self.kind != "none"
 
     def key(self, repo: str, path: str) -> str:
         """Normalised ground-truth key of a file of this task (see contracts §2)."""
@@ -129,7 +124,7 @@ class TaskSpec:
     @property
     def gt_files(self) -> list[str]:
         """Normalised, deduplicated, sorted ground-truth keys (empty without ground truth)."""
-        if not self.has_ground_truth:
+        if self.kind == "none":
             return []
         return sorted({self.key(r, p) for r, p in self.relevant})
 
@@ -147,22 +142,6 @@ def gt_key(repo: str, path: str, *, org: bool) -> str:
     'istio::pilot/pkg/xds/rds.go'
     """
     return f"{repo.lower()}::{path.lower()}" if org else path.lower()
-
-
-#: Where each kind of ground truth is read from, and how much it is trusted.
-_GT_SOURCES: dict[str, tuple[str | None, str | None]] = {
-    "bare_list": ("tests/ground_truth.json", "high"),
-    "dict": ("tests/ground_truth.json", "high"),
-    "org": ("tests/ground_truth.json", "high"),
-    "defects": ("tests/expected_defects.json", "high"),
-    "defects_wrapped": ("tests/expected_defects.json", "high"),
-    "expected_changes": ("tests/expected_changes.json", "high"),
-    "reference_patch": ("tests/reference_fix.patch", "high"),
-    "split": ("tests/ground_truth.json", "high"),
-    "solve_sh": ("solution/solve.sh", "medium"),
-    "none": (None, None),
-    "curator": ("tests/ground_truth_agent.json", "medium"),
-}
 
 
 def build_task(index: int, seed: int) -> TaskSpec:

@@ -67,11 +67,8 @@ SCALES: dict[str, dict[str, Any]] = {
 }
 
 
-# --------------------------------------------------------------------------------------
-# Trial variants
-# --------------------------------------------------------------------------------------
-
-
+#: The first eight tasks' trials of the first run (by position) have fixed variants, so
+#: small generations cover every trace shape; later ones are drawn.
 _BASELINE_SPECIAL = {
     1: Variant(True, True, subagent=True),
     3: Variant(True, False, truncated=True),
@@ -97,11 +94,6 @@ def _variant(rng: random.Random, position: int, config: str, first_run: bool) ->
             return Variant(True, False, stdout_banner=True)
         return Variant(True, False)
     return Variant(True, True) if roll < 0.15 else Variant(False, True)
-
-
-# --------------------------------------------------------------------------------------
-# Generation
-# --------------------------------------------------------------------------------------
 
 
 #: What a generation writes at the top of its folder; anything else there is left alone.

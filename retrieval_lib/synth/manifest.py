@@ -189,20 +189,6 @@ class SynthManifest:
             yield (b",\n    " if index else b"\n    ") + body
         yield b"\n  ]\n}\n" if self.trials else b"]\n}\n"
 
-    def trial(self, trial_name: str) -> TrialFacts:
-        """The trial called ``trial_name`` (``KeyError`` if there is none)."""
-        for trial in self.trials:
-            if trial.trial_name == trial_name:
-                return trial
-        raise KeyError(trial_name)
-
-    def task(self, name: str) -> TaskFacts:
-        """The task called ``name`` (``KeyError`` if there is none)."""
-        for task in self.tasks:
-            if task.name == name:
-                return task
-        raise KeyError(name)
-
     def summary(self) -> str:
         """One line: tasks, runs, trials, files and bytes."""
         return (

@@ -374,20 +374,17 @@ _SYMBOL_LINES: dict[str, str] = {
 _TEXT_SUFFIXES = (".txt", ".rst", ".md", ".html", ".properties", ".mk", ".bzl")
 
 
+#: Language of a file by its extension; other extensions take the repository's language.
+_EXTENSIONS = {"py": "python", "java": "java", "scala": "java", "go": "go", "c": "cpp"}
+_EXTENSIONS |= {"cpp": "cpp", "h": "cpp", "proto": "protobuf"}
+
+
 def file_language(profile: RepoProfile, path: str) -> str:
-    if path.endswith(_TEXT_SUFFIXES) or "." not in path.rsplit("/", 1)[-1]:
+    name = path.rsplit("/", 1)[-1]
+    if path.endswith(_TEXT_SUFFIXES) or "." not in name:
         return "text"
-    if path.endswith(".py"):
-        return "python"
-    if path.endswith((".java", ".scala")):
-        return "java"
-    if path.endswith(".go"):
-        return "go"
-    if path.endswith((".c", ".cpp", ".h")):
-        return "cpp"
-    if path.endswith(".proto"):
-        return "protobuf"
-    return profile.language if profile.language in _LINE_POOLS else "text"
+    language = _EXTENSIONS.get(name.rsplit(".", 1)[-1], profile.language)
+    return language if language in _LINE_POOLS else "text"
 
 
 def stable_hash(*parts: str) -> int:
