@@ -410,11 +410,6 @@ def _raw_result(call: Call) -> dict[str, Any]:
     return raw
 
 
-def atif_call_order(msg: Message) -> list[Call]:
-    """Order of a message's calls in the trajectory: parallel calls reversed."""
-    return list(reversed(msg.calls))
-
-
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
@@ -439,9 +434,9 @@ def ascii_json(text: str) -> str:
 
 
 def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[str]]:
-    """The ATIF document and the tool-call ids in the order of its steps."""
+    """The ATIF document and the tool calls in the order of its steps."""
     steps: list[dict[str, Any]] = []
-    order: list[str] = []
+    order: list[Call] = []
     first = meta.agent_start + timedelta(seconds=plan.messages[0].start - 0.9)
     steps.append(
         {
@@ -471,20 +466,20 @@ def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[st
 
 def _emit_steps(
     steps: list[dict[str, Any]],
-    order: list[str],
+    order: list[Call],
     messages: list[Message],
     sidechain: bool,
     meta: SessionMeta,
 ) -> None:
-    """Append one agent step per block of each message (thinking, text, each tool call in
-    :func:`atif_call_order`), a subagent's steps right after its ``Task`` call."""
+    """Append one agent step per block of each message (thinking, text, then its tool calls
+    in reverse order), a subagent's steps right after its ``Task`` call."""
     for msg in messages:
         kinds: list[tuple[str, Call | None]] = []
         if msg.thinking:
             kinds.append(("thinking", None))
         if msg.text:
             kinds.append(("text", None))
-        kinds += [("tool", call) for call in atif_call_order(msg)]
+        kinds += [("tool", call) for call in reversed(msg.calls)]
         for k, (kind, call) in enumerate(kinds):
             last = k == len(kinds) - 1
             when = meta.agent_start + timedelta(seconds=msg.start + 0.21 * k)
@@ -506,7 +501,7 @@ def _emit_steps(
                 step["message"] = msg.text
             else:
                 assert call is not None
-                order.append(call.id)
+                order.append(call)
                 _fill_tool_step(step, extra, call)
             step["metrics"] = _metrics(msg, last)
             step["extra"] = extra

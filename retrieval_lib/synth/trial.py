@@ -17,12 +17,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from retrieval_lib.synth.agent import Call, Message, TrialPlan
+from retrieval_lib.synth.agent import Call, TrialPlan
 from retrieval_lib.synth.catalog import TaskSpec
 from retrieval_lib.synth.formats import (
     SessionMeta,
     all_messages,
-    atif_call_order,
     iso_us,
     result_json_bytes,
     totals,
@@ -127,15 +126,6 @@ def _instruction_for(task: TaskSpec, mcp: bool) -> str:
         for profile in task.repos
     )
     return _MCP_PREAMBLE.format(targets=targets) + task.instruction
-
-
-def _atif_calls(messages: list[Message]) -> list[Call]:
-    """The calls in trajectory order: each call right before its subagent's calls."""
-    calls: list[Call] = []
-    for msg in messages:
-        for call in atif_call_order(msg):
-            calls += [call, *_atif_calls(call.children)]
-    return calls
 
 
 def _trial_facts(
@@ -410,11 +400,11 @@ class TrialWriter:
         if s.variant.transcript:
             self._write_transcript(rng, plan, meta, s, traces)
         if s.variant.trajectory:
-            data, order = trajectory_bytes(plan, meta)
+            data, steps = trajectory_bytes(plan, meta)
             self.writer.write(s.trial_dir / "agent" / "trajectory.json", data)
             traces.files.append("agent/trajectory.json")
-            traces.trajectory_tool_steps = len(order)
-            traces.present = _atif_calls(plan.messages)
+            traces.trajectory_tool_steps = len(steps)
+            traces.present = steps
             traces.results_present = {c.id for c in traces.present}
         return traces
 
