@@ -26,7 +26,6 @@ from retrieval_lib.traces.tools import classify_tool
 
 __all__ = [
     "ID_ALPHABET",
-    "SYSTEM_REMINDER",
     "AgentFile",
     "Call",
     "Message",
@@ -129,7 +128,6 @@ class TrialPlan:
     """Everything one trial's traces contain, before serialisation."""
 
     messages: list[Message]
-    relevant_keys: list[str]
     submitted_keys: list[str]
     coverage: float
     final_text: str
@@ -393,20 +391,14 @@ class ToolCallBuilder:
                 }
             )
         scope = "repo:github.com/sg-evals/" if self.org else f"repo:^{self.task.repos[0].sg_repo}$"
+        tool_input: dict[str, Any] = {"query": f"{scope} {symbol}"}
         if style == "find_references":
-            anchor = (
-                files[0]
-                if files
-                else AgentFile(self.task.repos[0].short, self.task.repos[0].files[0])
-            )
+            main = self.task.repos[0]
+            anchor = files[0] if files else AgentFile(main.short, main.files[0])
             tool_input = {"repo": anchor.profile.sg_repo, "path": anchor.path, "symbol": symbol}
-            body = {"fileBlocks": blocks}
         elif style == "nls_search":
             tool_input = {"query": f"{scope} where is {symbol} called and overridden"}
-            body = {"blocks": blocks}
-        else:
-            tool_input = {"query": f"{scope} {symbol}"}
-            body = {"blocks": blocks}
+        body = {"fileBlocks" if style == "find_references" else "blocks": blocks}
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
         block = [{"type": "text", "text": text}]
         return self.call(self.prefix + style, tool_input, block, block, result_keys=keys)

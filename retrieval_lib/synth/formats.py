@@ -34,7 +34,6 @@ __all__ = [
     "Totals",
     "all_messages",
     "harbor_task",
-    "iso_ms",
     "iso_us",
     "result_json_bytes",
     "totals",

@@ -243,6 +243,13 @@ def _write_readme_and_manifest(manifest: SynthManifest, writer: Writer) -> None:
 
 
 def _task_facts(task: TaskSpec) -> TaskFacts:
+    chunks = [
+        (c.repo, c.path, c.line_start, c.line_end, c.annotation, c.defect_type) for c in task.chunks
+    ]
+    if task.kind in ("reference_patch", "solve_sh"):
+        # New-side line range of each patch hunk (same length as the old side here).
+        for repo, path, start, lines in patch_hunks(task):
+            chunks.append((repo, path, start, start + len(lines) - 1, None, None))
     return TaskFacts(
         name=task.name,
         suite=task.suite,
@@ -256,26 +263,13 @@ def _task_facts(task: TaskSpec) -> TaskFacts:
         else [],
         gt_chunks=[
             {
-                "file": task.key(c.repo, c.path),
-                "line_start": c.line_start,
-                "line_end": c.line_end,
-                "annotation": c.annotation,
-                "defect_type": c.defect_type,
-            }
-            for c in task.chunks
-        ]
-        + [
-            # New-side line range of each patch hunk (same length as the old side here).
-            {
                 "file": task.key(repo, path),
                 "line_start": start,
-                "line_end": start + len(lines) - 1,
-                "annotation": None,
-                "defect_type": None,
+                "line_end": end,
+                "annotation": annotation,
+                "defect_type": defect_type,
             }
-            for repo, path, start, lines in (
-                patch_hunks(task) if task.kind in ("reference_patch", "solve_sh") else []
-            )
+            for repo, path, start, end, annotation, defect_type in chunks
         ],
         symbol=task.symbol,
         repos=[p.short for p in task.repos],

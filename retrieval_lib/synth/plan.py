@@ -126,7 +126,6 @@ def plan_trial(
     _assign_tokens_and_times(messages, rng)
     return TrialPlan(
         messages=messages,
-        relevant_keys=relevant_keys,
         submitted_keys=sorted({b.key(f) for f in submitted_files}),
         coverage=_coverage(b, relevant_keys, submitted_files),
         final_text=final_text,

@@ -33,9 +33,7 @@ from retrieval_lib.synth.manifest import CallFacts, TrialFacts
 from retrieval_lib.synth.plan import plan_trial
 
 __all__ = [
-    "ARCHIVED_HARNESS_VERSION",
     "BASELINE_CONFIG",
-    "HARNESS_VERSION",
     "MCP_CONFIG",
     "MODEL",
     "TrialSpec",
