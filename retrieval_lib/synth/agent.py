@@ -182,8 +182,8 @@ class ToolCallBuilder:
         self.prefix = "mcp__sourcegraph__sg_" if sg_infix else "mcp__sourcegraph__"
         self.span = span
         self.org = task.is_org
-        self.relevant_files: frozenset[AgentFile] = frozenset()
-        self.all_files: tuple[AgentFile, ...] = ()
+        self.relevant_files = frozenset(AgentFile(r, p) for r, p in task.relevant)
+        self.all_files = tuple(AgentFile(p.short, path) for p in task.repos for path in p.files)
 
     # -- naming --------------------------------------------------------------------------
     def token(self, n: int) -> str:
@@ -399,9 +399,14 @@ class ToolCallBuilder:
         elif style == "nls_search":
             tool_input = {"query": f"{scope} where is {symbol} called and overridden"}
         body = {"fileBlocks" if style == "find_references" else "blocks": blocks}
-        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-        block = [{"type": "text", "text": text}]
-        return self.call(self.prefix + style, tool_input, block, block, result_keys=keys)
+        return self._sourcegraph(style, tool_input, body, result_keys=keys)
+
+    def _sourcegraph(self, tool: str, tool_input: dict[str, Any], body: Any, **kw: Any) -> Call:
+        """A Sourcegraph MCP call: its result is one text block of compact JSON."""
+        block = [
+            {"type": "text", "text": json.dumps(body, separators=(",", ":"), ensure_ascii=False)}
+        ]
+        return self.call(self.prefix + tool, tool_input, block, block, **kw)
 
     def _list_files(self, files: list[AgentFile], keys: list[str]) -> Call:
         """Sourcegraph's ``list_files`` of the folder of the first relevant file."""
@@ -421,23 +426,15 @@ class ToolCallBuilder:
                 listed.append(f)
         entries = [{"isDirectory": True, "path": d} for d in sorted(folders)]
         entries += [{"isDirectory": False, "path": f.path} for f in listed]
-        text = json.dumps({"files": entries}, separators=(",", ":"))
-        block = [{"type": "text", "text": text}]
         tool_input = {"repo": anchor.profile.sg_repo, "path": directory}
-        return self.call(
-            self.prefix + "list_files",
-            tool_input,
-            block,
-            block,
-            result_keys=[self.key(f) for f in listed],
-        )
+        keys = [self.key(f) for f in listed]
+        return self._sourcegraph("list_files", tool_input, {"files": entries}, result_keys=keys)
 
     def empty_search(self) -> Call:
         symbol = self.task.symbol
         if self.mcp:
             query = f"repo:^{self.task.repos[0].sg_repo}$ {symbol.replace('_', ' ')} deprecated"
-            block = [{"type": "text", "text": '{"blocks":[]}'}]
-            return self.call(self.prefix + "keyword_search", {"query": query}, block, block)
+            return self._sourcegraph("keyword_search", {"query": query}, {"blocks": []})
         return self.call(
             "Grep",
             {"pattern": f"{symbol}_deprecated", "output_mode": "files_with_matches"},
@@ -469,15 +466,13 @@ class ToolCallBuilder:
                     f"/-/blob/{f.path}%3FL{start}-{end}"
                 ),
             }
-            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-            block = [{"type": "text", "text": text}]
             arguments = {
                 "repo": f.profile.sg_repo,
                 "path": f.path,
                 "startLine": start,
                 "endLine": end,
             }
-            return self.call(self.prefix + "read_file", arguments, block, block, **common)
+            return self._sourcegraph("read_file", arguments, body, **common)
         if style == "sed":
             command = f"sed -n '{start},{end}p' {self.local_path(f)}"
             return self.bash(command, "\n".join(lines), **common)

@@ -92,8 +92,6 @@ def plan_trial(
     """
     b = ToolCallBuilder(task, rng, mcp=mcp, sg_infix=sg_infix, span=read_span)
     relevant = [AgentFile(r, p) for r, p in task.relevant]
-    b.relevant_files = frozenset(relevant)
-    b.all_files = tuple(AgentFile(p.short, path) for p in task.repos for path in p.files)
     noise = [f for f in b.all_files if f not in b.relevant_files]
     goal = _GOALS[task.output]
 
