@@ -130,56 +130,41 @@ def _trial_facts(
     present: list[Call], results_present: set[str], gt: set[str], call_facts: bool
 ) -> dict[str, Any]:
     """Facts of the calls present in a trial's trace(s), in trace order."""
-    by_name: Counter[str] = Counter()
-    by_category: Counter[str] = Counter()
-    surfaced: set[str] = set()
-    read: set[str] = set()
-    files_read: set[str] = set()
-    written: set[str] = set()
-    first_hit: tuple[int, str] | None = None
-    facts: list[CallFacts] = []
-    for index, call in enumerate(present):
-        by_name[call.name] += 1
-        by_category[call.category] += 1
-        has_result = call.id in results_present
-        targets = list(call.arg_keys) + (list(call.result_keys) if has_result else [])
-        files_read.update(call.read_keys)
-        read.update(k for k in call.read_keys if k in gt)
-        written.update(call.write_keys)
-        if call.category != "file_write":
-            hits = [k for k in targets if k in gt]
-            surfaced.update(hits)
-            if hits and first_hit is None:
-                first_hit = (index, call.id)
-        if call_facts:
-            facts.append(
-                CallFacts(
-                    id=call.id,
-                    name=call.name,
-                    category=call.category,
-                    is_mcp=call.is_mcp,
-                    is_subagent=call.parent_id is not None,
-                    argument_files=list(dict.fromkeys(call.arg_keys)),
-                    result_files=list(dict.fromkeys(call.result_keys)) if has_result else [],
-                    read_files=list(call.read_keys),
-                    written_files=list(call.write_keys),
-                    result_in_trace=has_result,
-                )
-            )
+    hits: list[list[str]] = []  # ground truth a non-write call names (arguments, result)
+    for c in present:
+        named = [*c.arg_keys, *(c.result_keys if c.id in results_present else [])]
+        hits.append([] if c.category == "file_write" else [k for k in named if k in gt])
+    first_hit = next((i for i, keys in enumerate(hits) if keys), None)
+    files_read = {k for c in present for k in c.read_keys}
     return {
         "tool_calls": len(present),
-        "tool_calls_by_name": dict(sorted(by_name.items())),
-        "tool_calls_by_category": dict(sorted(by_category.items())),
+        "tool_calls_by_name": dict(sorted(Counter(c.name for c in present).items())),
+        "tool_calls_by_category": dict(sorted(Counter(c.category for c in present).items())),
         "mcp_calls": sum(1 for c in present if c.is_mcp),
         "subagent_calls": sum(1 for c in present if c.parent_id is not None),
-        "surfaced_gt_files": sorted(surfaced),
-        "read_gt_files": sorted(read),
+        "surfaced_gt_files": sorted({k for keys in hits for k in keys}),
+        "read_gt_files": sorted(files_read & gt),
         "files_read": sorted(files_read),
-        "written_files": sorted(written),
-        "first_gt_hit_step": first_hit[0] if first_hit else None,
-        "first_gt_hit_call_id": first_hit[1] if first_hit else None,
-        "calls": facts,
+        "written_files": sorted({k for c in present for k in c.write_keys}),
+        "first_gt_hit_step": first_hit,
+        "first_gt_hit_call_id": None if first_hit is None else present[first_hit].id,
+        "calls": [_call_facts(c, c.id in results_present) for c in present] if call_facts else [],
     }
+
+
+def _call_facts(call: Call, has_result: bool) -> CallFacts:
+    return CallFacts(
+        id=call.id,
+        name=call.name,
+        category=call.category,
+        is_mcp=call.is_mcp,
+        is_subagent=call.parent_id is not None,
+        argument_files=list(dict.fromkeys(call.arg_keys)),
+        result_files=list(dict.fromkeys(call.result_keys)) if has_result else [],
+        read_files=list(call.read_keys),
+        written_files=list(call.write_keys),
+        result_in_trace=has_result,
+    )
 
 
 @dataclass(frozen=True)
