@@ -190,7 +190,7 @@ def generate_runs(
     archived = [t for t in tasks if t.kind in _ARCHIVED_KINDS] or [tasks[-1]]
     batch = [t for t in tasks if t not in archived] or list(tasks)
 
-    trials = TrialWriter(out, writer, preset["read_span"], transcript_target_bytes or 0, want_calls)
+    trials = TrialWriter(writer, preset["read_span"], transcript_target_bytes or 0, want_calls)
     made = [_batch_run(trials, seed, run_index, batch) for run_index in range(n_runs)]
     made.append(_archived_run(trials, seed, archived))
 
@@ -288,7 +288,7 @@ def _batch_run(
     """A batch-layout run: every task under both configs, then a few baseline repeats."""
     base = BATCH_BASE + timedelta(days=run_index)
     run_id = f"csb_synth_haiku_{base:%Y%m%d_%H%M%S}"
-    run_dir = trials.out / "runs" / "official" / run_id
+    run_dir = trials.writer.root / "runs" / "official" / run_id
     rng = random.Random(f"run:{seed}:{run_index}")
     jobs: list[tuple[TaskSpec, str, int, datetime, Variant]] = []
     repeats: list[tuple[TaskSpec, str]] = []
@@ -323,7 +323,7 @@ def _batch_run(
             pair_count=pair_counts[(task.name, config)],
         )
         facts.append(trials.write(trial_rng, spec))
-    path = run_dir.relative_to(trials.out).as_posix()
+    path = run_dir.relative_to(trials.writer.root).as_posix()
     return RunFacts(run_id, "batch", path, [BASELINE_CONFIG, MCP_CONFIG], len(facts)), facts
 
 
@@ -332,7 +332,7 @@ def _archived_run(
 ) -> tuple[RunFacts, list[TrialFacts]]:
     """The archived-layout run: one job folder per task and config, each with one trial."""
     run_id = f"csb_synth_haiku_{ARCHIVE_BASE:%m%d%y}"
-    run_dir = trials.out / "runs" / "official" / "archive" / run_id
+    run_dir = trials.writer.root / "runs" / "official" / "archive" / run_id
     facts = []
     job_dirs = []
     for position, task in enumerate(tasks):
@@ -354,9 +354,9 @@ def _archived_run(
             )
             trial = trials.write(trial_rng, spec)
             facts.append(trial)
-            job_dirs.append(job_dir.relative_to(trials.out).as_posix())
+            job_dirs.append(job_dir.relative_to(trials.writer.root).as_posix())
             _write_job_files(trials.writer, trial_rng, job_dir, spec, trial)
-    path = run_dir.relative_to(trials.out).as_posix()
+    path = run_dir.relative_to(trials.writer.root).as_posix()
     configs = [BASELINE_CONFIG, MCP_CONFIG]
     return RunFacts(run_id, "archived", path, configs, len(facts), job_dirs), facts
 

@@ -267,22 +267,14 @@ _EXPECTED_SOURCE = {
 }
 
 
+@dataclass(frozen=True)
 class TrialWriter:
-    """Writes trials under a generation's folder, with the generation's sizes."""
+    """Writes trials with ``writer`` (in its folder), with the generation's sizes."""
 
-    def __init__(
-        self,
-        out: Path,
-        writer: Writer,
-        read_span: tuple[int, int],
-        target_bytes: int,
-        call_facts: bool,
-    ) -> None:
-        self.out = out
-        self.writer = writer
-        self.read_span = read_span
-        self.target_bytes = target_bytes
-        self.call_facts = call_facts
+    writer: Writer
+    read_span: tuple[int, int]
+    target_bytes: int
+    call_facts: bool
 
     def write(self, rng: random.Random, s: TrialSpec) -> TrialFacts:
         """Plan one trial, write its files, and return the facts they contain."""
@@ -330,7 +322,7 @@ class TrialWriter:
             run_id=s.run_id,
             layout="batch" if batch else "archived",
             config_name=s.config,
-            trial_dir=s.trial_dir.relative_to(self.out).as_posix(),
+            trial_dir=s.trial_dir.relative_to(self.writer.root).as_posix(),
             trial_name=s.trial_dir.name,
             task_name=task.name,
             raw_task_name=s.raw_name,
