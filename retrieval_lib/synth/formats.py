@@ -432,7 +432,7 @@ def ascii_json(text: str) -> str:
     return text if text.isascii() else _NON_ASCII.sub(_escape_unit, text)
 
 
-def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[str]]:
+def trajectory_bytes(plan: TrialPlan, meta: SessionMeta) -> tuple[bytes, list[Call]]:
     """The ATIF document and the tool calls in the order of its steps."""
     steps: list[dict[str, Any]] = []
     order: list[Call] = []
