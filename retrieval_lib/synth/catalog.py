@@ -164,11 +164,8 @@ def build_task(index: int, seed: int) -> TaskSpec:
     symbol = rng.choice(main.symbols)
     number = index // len(GT_KINDS) + 1
     name = f"{main.short.replace('.', '')}-{topic}-{number:03d}"
-    task_dirs: tuple[str, ...]
-    if kind == "split":
-        task_dirs = (f"ccb_design/{name}", f"csb_sdlc_design/{name}")
-    else:
-        task_dirs = (f"{suite}/{name}",)
+    split = (f"ccb_design/{name}", f"csb_sdlc_design/{name}")
+    task_dirs = split if kind == "split" else (f"{suite}/{name}",)
 
     relevant = _relevant_files(rng, kind, repos)
     edit_files: tuple[tuple[str, str], ...] = ()

@@ -437,7 +437,6 @@ class TrialWriter:
                 rng=rng,
                 task_name=s.raw_name,
                 trial_name=s.trial_dir.name,
-                trial_uri=f"file:///home/runner/CodeScaleBench/{trials_dir}/{s.trial_dir.name}",
                 task_path=task_path,
                 trials_dir=trials_dir,
                 model=MODEL,
