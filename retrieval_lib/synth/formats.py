@@ -6,7 +6,8 @@
 * :func:`trajectory_bytes`: ``agent/trajectory.json`` (ATIF-v1.2, one step per content
   block, ``observation.results[].source_call_id``, parallel calls in the reverse order of
   the transcript, per-message metrics repeated over steps).
-* :func:`result_json_bytes`: the trial's ``result.json`` with the real key order.
+* :func:`harbor_task`, :func:`indent4`: a piece and the layout of Harbor's JSON documents
+  (a trial's ``result.json``, made in :mod:`retrieval_lib.synth.trial`; job files).
 
 The byte layout follows the real files: transcripts are compact UTF-8 JSON lines;
 trajectories are indented by two spaces with non-ASCII escaped and no final newline;
@@ -34,8 +35,8 @@ __all__ = [
     "Totals",
     "all_messages",
     "harbor_task",
+    "indent4",
     "iso_us",
-    "result_json_bytes",
     "totals",
     "trajectory_bytes",
     "transcript_lines",
@@ -554,75 +555,8 @@ def _final_metrics(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------
-# result.json
+# JSON documents of Harbor (result.json, job files)
 # --------------------------------------------------------------------------------------
-
-
-def result_json_bytes(
-    *,
-    rng: random.Random,
-    task_name: str,
-    trial_name: str,
-    task_path: str,
-    trials_dir: str,
-    model: str,
-    agent_result: dict[str, Any],
-    reward: float | None,
-    exception_info: dict[str, Any] | None,
-    phases: dict[str, tuple[datetime, datetime]],
-) -> bytes:
-    """A trial ``result.json`` with the real file's keys, key order and layout."""
-    document = {
-        "id": uuid4(rng),
-        "task_name": task_name,
-        "trial_name": trial_name,
-        "trial_uri": f"file:///home/runner/CodeScaleBench/{trials_dir}/{trial_name}",
-        "task_id": {"path": task_path},
-        "source": None,
-        "task_checksum": f"{rng.getrandbits(256):064x}",
-        "config": {
-            "task": harbor_task(task_path),
-            "trial_name": trial_name,
-            "trials_dir": trials_dir,
-            "timeout_multiplier": 10.0,
-            "agent": {
-                "name": None,
-                "import_path": "agents.claude_baseline_agent:BaselineClaudeCodeAgent",
-                "model_name": f"anthropic/{model}",
-                "override_timeout_sec": None,
-                "override_setup_timeout_sec": None,
-                "max_timeout_sec": None,
-                "kwargs": {},
-            },
-            "environment": {
-                "type": "docker",
-                "import_path": None,
-                "force_build": False,
-                "delete": True,
-                "override_cpus": None,
-                "override_memory_mb": None,
-                "override_storage_mb": None,
-                "override_gpus": None,
-                "kwargs": {},
-            },
-            "verifier": {"override_timeout_sec": None, "max_timeout_sec": None, "disable": False},
-            "job_id": uuid4(rng),
-        },
-        "agent_info": {
-            "name": "claude-code",
-            "version": "unknown",
-            "model_info": {"name": model, "provider": "anthropic"},
-        },
-        "agent_result": agent_result,
-        "verifier_result": {"rewards": {"reward": reward}} if reward is not None else None,
-        "exception_info": exception_info,
-        "started_at": iso_us(phases["trial"][0]),
-        "finished_at": iso_us(phases["trial"][1]),
-    }
-    for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
-        start, end = phases[phase]
-        document[phase] = {"started_at": iso_us(start), "finished_at": iso_us(end)}
-    return indent4(document)
 
 
 def harbor_task(path: str) -> dict[str, Any]:

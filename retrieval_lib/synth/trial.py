@@ -22,8 +22,9 @@ from retrieval_lib.synth.catalog import TaskSpec
 from retrieval_lib.synth.formats import (
     SessionMeta,
     all_messages,
+    harbor_task,
+    indent4,
     iso_us,
-    result_json_bytes,
     totals,
     trajectory_bytes,
     transcript_lines,
@@ -424,25 +425,65 @@ class TrialWriter:
         exception_info: dict[str, Any] | None,
         phases: dict[str, tuple[datetime, datetime]],
     ) -> None:
-        """Write the trial's ``result.json``."""
+        """Write the trial's ``result.json``, with the real file's keys and key order."""
         task_path = (
             f"/tmp/{s.raw_name}"
             if s.config == MCP_CONFIG
             else f"/home/runner/CodeScaleBench/benchmarks/{s.task.task_dirs[0]}"
         )
         trials_dir = f"runs/staging/{s.run_id}/{s.config}/{s.trial_dir.parent.name}"
-        self.writer.write(
-            s.trial_dir / "result.json",
-            result_json_bytes(
-                rng=rng,
-                task_name=s.raw_name,
-                trial_name=s.trial_dir.name,
-                task_path=task_path,
-                trials_dir=trials_dir,
-                model=MODEL,
-                agent_result=_agent_result(plan, s.variant),
-                reward=reward,
-                exception_info=exception_info,
-                phases=phases,
-            ),
-        )
+        document = {
+            "id": uuid4(rng),
+            "task_name": s.raw_name,
+            "trial_name": s.trial_dir.name,
+            "trial_uri": f"file:///home/runner/CodeScaleBench/{trials_dir}/{s.trial_dir.name}",
+            "task_id": {"path": task_path},
+            "source": None,
+            "task_checksum": f"{rng.getrandbits(256):064x}",
+            "config": {
+                "task": harbor_task(task_path),
+                "trial_name": s.trial_dir.name,
+                "trials_dir": trials_dir,
+                "timeout_multiplier": 10.0,
+                "agent": {
+                    "name": None,
+                    "import_path": "agents.claude_baseline_agent:BaselineClaudeCodeAgent",
+                    "model_name": f"anthropic/{MODEL}",
+                    "override_timeout_sec": None,
+                    "override_setup_timeout_sec": None,
+                    "max_timeout_sec": None,
+                    "kwargs": {},
+                },
+                "environment": {
+                    "type": "docker",
+                    "import_path": None,
+                    "force_build": False,
+                    "delete": True,
+                    "override_cpus": None,
+                    "override_memory_mb": None,
+                    "override_storage_mb": None,
+                    "override_gpus": None,
+                    "kwargs": {},
+                },
+                "verifier": {
+                    "override_timeout_sec": None,
+                    "max_timeout_sec": None,
+                    "disable": False,
+                },
+                "job_id": uuid4(rng),
+            },
+            "agent_info": {
+                "name": "claude-code",
+                "version": "unknown",
+                "model_info": {"name": MODEL, "provider": "anthropic"},
+            },
+            "agent_result": _agent_result(plan, s.variant),
+            "verifier_result": {"rewards": {"reward": reward}},
+            "exception_info": exception_info,
+            "started_at": iso_us(phases["trial"][0]),
+            "finished_at": iso_us(phases["trial"][1]),
+        }
+        for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
+            start, end = phases[phase]
+            document[phase] = {"started_at": iso_us(start), "finished_at": iso_us(end)}
+        self.writer.write(s.trial_dir / "result.json", indent4(document))
