@@ -43,7 +43,7 @@ from retrieval_lib.synth.manifest import (
     TrialFacts,
 )
 from retrieval_lib.synth.readme import readme_text
-from retrieval_lib.synth.task_files import patch_hunks, write_task_definition
+from retrieval_lib.synth.task_files import patch_hunks, task_definition_files
 from retrieval_lib.synth.trial import (
     BASELINE_CONFIG,
     MCP_CONFIG,
@@ -184,9 +184,8 @@ def generate_runs(
 
     tasks = [build_task(i, seed) for i in range(n_tasks)]
     for task in tasks:
-        for path in write_task_definition(task, out / "benchmarks"):
-            writer.files += 1
-            writer.bytes += path.stat().st_size
+        for path, text in task_definition_files(task, out / "benchmarks").items():
+            writer.write(path, text)
     archived = [t for t in tasks if t.kind in _ARCHIVED_KINDS] or [tasks[-1]]
     batch = [t for t in tasks if t not in archived] or list(tasks)
 

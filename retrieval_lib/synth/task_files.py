@@ -12,7 +12,7 @@ from typing import Any
 from retrieval_lib.synth.catalog import TaskSpec
 from retrieval_lib.synth.repos import REPOS, file_lines, stable_hash, symbol_line
 
-__all__ = ["patch_hunks", "write_task_definition"]
+__all__ = ["patch_hunks", "task_definition_files"]
 
 
 def _toml_string(value: str) -> str:
@@ -108,16 +108,14 @@ def _diff(task: TaskSpec) -> str:
     return "".join(parts)
 
 
-def write_task_definition(task: TaskSpec, benchmarks_root: Path) -> list[Path]:
-    """Write the task's folder(s) under ``benchmarks_root``; return the files written.
+def task_definition_files(task: TaskSpec, benchmarks_root: Path) -> dict[Path, str]:
+    """The files of the task's folder(s) under ``benchmarks_root``, and their text.
 
     Examples
     --------
-    >>> import tempfile
     >>> from retrieval_lib.synth.catalog import build_task
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     written = write_task_definition(build_task(0, 0), Path(tmp))
-    >>> sorted(p.name for p in written)[:2]
+    >>> files = task_definition_files(build_task(0, 0), Path("benchmarks"))
+    >>> sorted(p.name for p in files)[:2]
     ['ground_truth.json', 'instruction.md']
     """
     main_dir = benchmarks_root / task.task_dirs[0]
@@ -128,12 +126,7 @@ def write_task_definition(task: TaskSpec, benchmarks_root: Path) -> list[Path]:
         main_dir / "tests" / "test.sh": _test_sh(task),
     }
     files.update(_ground_truth_files(task, main_dir, gt_dir))
-    written = []
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-        written.append(path)
-    return written
+    return files
 
 
 def _json(value: Any) -> str:
