@@ -47,14 +47,9 @@ SYSTEM_REMINDER = (
 #: The first program of a Bash command the simulated agent runs, by category. Tool names
 #: are classified by :func:`retrieval_lib.traces.tools.classify_tool`, the one table.
 _SHELL_CATEGORIES = {
-    "cat": "file_read",
-    "head": "file_read",
-    "tail": "file_read",
-    "sed": "file_read",
-    "grep": "code_search",
-    "rg": "code_search",
-    "find": "file_search",
-    "ls": "file_search",
+    **dict.fromkeys(("cat", "head", "tail", "sed"), "file_read"),
+    **dict.fromkeys(("grep", "rg"), "code_search"),
+    **dict.fromkeys(("find", "ls"), "file_search"),
 }
 
 
