@@ -24,7 +24,6 @@ __all__ = [
     "GroundTruthChunk",
     "TaskSpec",
     "build_task",
-    "gt_key",
 ]
 
 #: Where each kind of ground truth is read from, and how much it is trusted.
@@ -118,8 +117,15 @@ class TaskSpec:
         return self.kind == "org"
 
     def key(self, repo: str, path: str) -> str:
-        """Normalised ground-truth key of a file of this task (see contracts §2)."""
-        return gt_key(repo, path, org=self.is_org)
+        """Normalised ground-truth key of a file of this task (see contracts §2): lowercase
+        repository-relative path, ``repo::path`` in an org task.
+
+        Examples
+        --------
+        >>> build_task(2, 0).key("istio", "pilot/pkg/xds/RDS.go")
+        'istio::pilot/pkg/xds/rds.go'
+        """
+        return f"{repo.lower()}::{path.lower()}" if self.is_org else path.lower()
 
     @property
     def gt_files(self) -> list[str]:
@@ -127,21 +133,6 @@ class TaskSpec:
         if self.kind == "none":
             return []
         return sorted({self.key(r, p) for r, p in self.relevant})
-
-    @property
-    def expected_edit_keys(self) -> list[str]:
-        return sorted({self.key(r, p) for r, p in self.edit_files})
-
-
-def gt_key(repo: str, path: str, *, org: bool) -> str:
-    """Normalised key: lowercase repo-relative path, ``repo::path`` for org tasks.
-
-    Examples
-    --------
-    >>> gt_key("istio", "pilot/pkg/xds/RDS.go", org=True)
-    'istio::pilot/pkg/xds/rds.go'
-    """
-    return f"{repo.lower()}::{path.lower()}" if org else path.lower()
 
 
 def build_task(index: int, seed: int) -> TaskSpec:

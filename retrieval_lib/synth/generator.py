@@ -257,7 +257,7 @@ def _task_facts(task: TaskSpec) -> TaskFacts:
         gt_source=task.gt_source,
         gt_confidence=task.gt_confidence,
         gt_files=task.gt_files,
-        expected_edit_files=task.expected_edit_keys
+        expected_edit_files=sorted({task.key(r, p) for r, p in task.edit_files})
         if task.kind in ("dict", "expected_changes", "reference_patch", "solve_sh")
         else [],
         gt_chunks=[
