@@ -89,6 +89,7 @@ __all__ = [
     "metrics_filename",
     "normalize_k",
     "ranking_metric_names",
+    "shipped_schema",
     "validate_metrics_record",
 ]
 
@@ -777,13 +778,18 @@ def evaluate_document(doc: Mapping[str, Any], k: Sequence[int] = DEFAULT_K) -> d
     return evaluate_documents([doc], k)[0]
 
 
-@functools.lru_cache(maxsize=1)
-def metrics_schema() -> dict[str, Any]:
-    """JSON Schema of ``*.retrieval_metrics.json`` (shipped in the package)."""
+@functools.cache
+def shipped_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema ``retrieval_lib/metrics/schema/<name>.schema.json``, read once."""
     schema: dict[str, Any] = load_package_json(
-        "retrieval_lib.metrics", "schema/retrieval_metrics.schema.json"
+        "retrieval_lib.metrics", f"schema/{name}.schema.json"
     )
     return schema
+
+
+def metrics_schema() -> dict[str, Any]:
+    """JSON Schema of ``*.retrieval_metrics.json`` (shipped in the package)."""
+    return shipped_schema("retrieval_metrics")
 
 
 def validate_metrics_record(record: Any, *, where: str = "metrics record") -> None:

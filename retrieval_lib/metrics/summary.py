@@ -12,11 +12,9 @@ Aggregation policy: every document (trial) is one observation. When a (task, con
 has several trials, each counts; ``counts.by_config.<config>.tasks`` says how many distinct
 tasks stand behind the figures.
 
-Why one module of this length: the table's columns, the summary computed from them and the
-run-level writer that produces both (streamed a batch of documents at a time, the table by
-row groups through :mod:`retrieval_lib.metrics.table_stream`) share one column model
-(identity, metric and outcome columns, their types); split, each part would import the
-others' private column rules. Reading the table back is :mod:`retrieval_lib.metrics.table_files`.
+One module: the table, the summary and the writer (streamed by row groups through
+:mod:`retrieval_lib.metrics.table_stream`) share one column model. The reader is
+:mod:`retrieval_lib.metrics.table_files`.
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ from retrieval_lib.io import (
     atomic_write_text,
     dumps_json,
     lies_outside,
-    load_package_json,
 )
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
@@ -54,6 +51,7 @@ from retrieval_lib.metrics.stages import (
     metrics_filename,
     normalize_k,
     ranking_metric_names,
+    shipped_schema,
     validate_against,
 )
 from retrieval_lib.metrics.table_stream import ColumnSpool, TextKinds, write_parquet_groups
@@ -358,7 +356,7 @@ def summarize_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     (1, {'no_trace;no_ground_truth': 1})
     """
     ks = _common_k(records)
-    return _summarize(metrics_table(records), [_count_facts(r) for r in records], ks)
+    return _summarize(_frame_reader(metrics_table(records)), [_count_facts(r) for r in records], ks)
 
 
 class _Facts(NamedTuple):
@@ -385,13 +383,6 @@ def _count_facts(r: Mapping[str, Any]) -> _Facts:
 
 
 def _summarize(
-    frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
-) -> dict[str, Any]:
-    """The summary from the run's metrics table and each record's :class:`_Facts`."""
-    return _summarize_columns(_frame_reader(frame), records, ks)
-
-
-def _summarize_columns(
     read: ColumnReader, records: Sequence[_Facts], ks: tuple[int, ...]
 ) -> dict[str, Any]:
     """The summary from a reader of the run's table (a column at a time: memory of a
@@ -464,13 +455,9 @@ def _summarize_columns(
     }
 
 
-@functools.lru_cache(maxsize=1)
 def summary_schema() -> dict[str, Any]:
     """JSON Schema of ``run_retrieval_summary.json`` (shipped in the package)."""
-    schema: dict[str, Any] = load_package_json(
-        "retrieval_lib.metrics", "schema/run_retrieval_summary.schema.json"
-    )
-    return schema
+    return shipped_schema("run_retrieval_summary")
 
 
 def validate_summary(summary: Any, *, where: str = "run summary") -> None:
@@ -675,20 +662,20 @@ _STAGE_BLOCKS = (
 )
 
 
-def _evaluate_document_files(
+def evaluate_document_files(
     doc_paths: Sequence[Path], ks: Sequence[int]
 ) -> list[tuple[dict[str, Any] | None, str | None]]:
-    """Load, evaluate (one kernel call for all) and write the metrics file of each document.
-
-    Returns ``(record, None)`` per document, or ``(None, error)`` for one that failed to load.
-    """
+    """Documents (one kernel call for all): write their metrics files; return per document
+    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load.
+    Each summary record carries, under :data:`STUDY_KEY`, the document's
+    :func:`~retrieval_lib.events.study_rows.document_rows` (the run table writes them)."""
     from retrieval_lib.events.document import load_document
     from retrieval_lib.events.study_rows import document_rows
 
     docs: list[dict[str, Any]] = []
     loaded: list[Path] = []
     errors: dict[Path, str] = {}
-    for doc_path in doc_paths:
+    for doc_path in map(Path, doc_paths):
         try:
             docs.append(load_document(doc_path))
             loaded.append(doc_path)
@@ -704,21 +691,10 @@ def _evaluate_document_files(
     # what the study reads of each document, while it is in memory (events.study_rows)
     study = {p: document_rows(doc, p.name) for p, doc in zip(loaded, docs, strict=True)}
     return [
-        (by_path[p] | {STUDY_KEY: study[p]}, None) if p in by_path else (None, errors[p])
-        for p in doc_paths
-    ]
-
-
-def evaluate_document_files(
-    doc_paths: Sequence[Path], ks: Sequence[int]
-) -> list[tuple[dict[str, Any] | None, str | None]]:
-    """Documents (one kernel call for all): write their metrics files; return per document
-    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load.
-    Each summary record carries, under :data:`STUDY_KEY`, the document's
-    :func:`~retrieval_lib.events.study_rows.document_rows` (the run table writes them)."""
-    return [
-        (None, error) if record is None else (summary_record(record), None)
-        for record, error in _evaluate_document_files([Path(p) for p in doc_paths], ks)
+        (summary_record(by_path[p] | {STUDY_KEY: study[p]}), None)
+        if p in by_path
+        else (None, errors[p])
+        for p in map(Path, doc_paths)
     ]
 
 
@@ -895,17 +871,13 @@ def write_run_outputs(
 class _RunTable:
     """A run's metrics table and summary counts, built a batch of records at a time.
 
-    Keeps per document only a few counting fields (:class:`_Facts`) and its metrics
-    path; the table's rows go, a batch at a time, to a temporary file
-    (:class:`~retrieval_lib.metrics.table_stream.ColumnSpool`). When written, the table
-    and each config's dataset part are written from it by row groups and the summary is
-    computed from the written table a column at a time: memory bounded by a row group,
-    not by the run. The files are the ones :func:`metrics_table` and
-    :func:`summarize_run` give from all records at once (text columns' types inferred
-    over the whole run, or over the config's rows for its dataset part).
-
-    Where a text value is not a string (or a boolean column's not a boolean) or pyarrow
-    is missing, the table is built whole in memory and written as before.
+    Keeps per document a few counting fields (:class:`_Facts`) and its metrics path; the
+    rows go to a temporary file (:class:`~retrieval_lib.metrics.table_stream.ColumnSpool`),
+    from which the table and each config's dataset part are written by row groups; the
+    summary is read back from the table a column at a time. The bytes are those of
+    :func:`metrics_table` and :func:`summarize_run` over all records at once. Where a text
+    value is not a string (or a boolean not a boolean) or pyarrow is missing, the table is
+    built whole in memory instead.
     """
 
     def __init__(self, events_dir: Path) -> None:
@@ -983,7 +955,7 @@ class _RunTable:
         for column in _BOOLEAN_COLUMNS:
             if not all(v is None or isinstance(v, bool) for v in batch[column].tolist()):
                 self._plain = False
-        texts = _text_columns(batch)
+        texts = [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
         for column in texts:
             if not all(v is None or isinstance(v, str) for v in batch[column].tolist()):
                 self._plain = False
@@ -999,13 +971,11 @@ class _RunTable:
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
         try:
-            return self._write(events_dir, n_documents, started=started)
+            return self._write(events_dir, n_documents, started)
         finally:
             self.study.discard()  # after an error: no temporary file left (else a no-op)
 
-    def _write(
-        self, events_dir: Path, n_documents: int, *, started: float | None
-    ) -> EvaluateResult:
+    def _write(self, events_dir: Path, n_documents: int, started: float | None) -> EvaluateResult:
         if not self.facts:
             raise InputError(
                 f"none of the {n_documents} documents under {events_dir} could be loaded; "
@@ -1020,22 +990,36 @@ class _RunTable:
                 summary, table_path, dataset = self._write_streamed(events_dir, ks)
             else:
                 frame = self._whole_frame(ks)
-                summary = _summarize(frame, self.facts, ks)
+                summary = _summarize(_frame_reader(frame), self.facts, ks)
                 table_path, dataset = _write_table(frame, events_dir)
                 del frame
         finally:
             self._spool.close()
-        return _write_outputs(
-            events_dir,
-            summary,
-            table_path,
-            dataset,
-            self.metrics_paths,
-            self.failures,
-            ks,
-            n_documents,
-            started,
-            study=self.study,
+        summary["counts"]["invalid_documents"] = [
+            {
+                "document": p.relative_to(events_dir).as_posix(),
+                "error": message.replace(str(p), p.relative_to(events_dir).as_posix()),
+            }
+            for p, message in self.failures
+        ]
+        left_out = read_left_out(events_dir)
+        if left_out:
+            summary["counts"]["left_out"] = left_out
+        summary_path = atomic_write_text(
+            events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
+        )
+        written = [summary_path, table_path, *dataset, *self.study.write()]
+        # last: the completion record names every file this evaluation wrote
+        finish_evaluate(events_dir, self.metrics_paths, written, k=ks)
+        return EvaluateResult(
+            events_dir=events_dir,
+            documents=n_documents - len(self.failures),
+            computable=int(summary["counts"]["computable"]),
+            metrics_paths=self.metrics_paths,
+            summary_path=summary_path,
+            table_path=table_path,
+            seconds=0.0 if started is None else time.perf_counter() - started,
+            failures=self.failures,
         )
 
     def _write_streamed(
@@ -1123,10 +1107,6 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def _text_columns(batch: Mapping[str, np.ndarray]) -> list[str]:
-    return [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
-
-
 def _batch_frame(batch: Mapping[str, np.ndarray], *, columns: Sequence[str]) -> pd.DataFrame:
     """The table's rows of ``batch`` as :func:`metrics_table` types them: float64 numbers,
     text columns typed by pandas from their values, nullable booleans."""
@@ -1158,7 +1138,7 @@ def _summarize_parquet(
         return np.asarray(values.to_numpy(), dtype=np.float64)
 
     try:
-        return _summarize_columns(read, records, ks)
+        return _summarize(read, records, ks)
     finally:
         handle.close()
 
@@ -1173,49 +1153,3 @@ _FLOAT_OUTCOMES = ("reward", "agent_execution_seconds", "total_tokens", "cost_us
 
 def _table_columns(ks: tuple[int, ...]) -> list[str]:
     return [*IDENTITY_COLUMNS, *table_metric_columns(ks), *TABLE_OUTCOME_COLUMNS, "source_document"]
-
-
-def _write_outputs(
-    events_dir: Path,
-    summary: dict[str, Any],
-    table_path: Path,
-    dataset: list[Path],
-    metrics_paths: list[Path],
-    failures: list[tuple[Path, str]],
-    ks: tuple[int, ...],
-    n_documents: int,
-    started: float | None,
-    *,
-    study: StudyRowsWriter | None = None,
-) -> EvaluateResult:
-    summary["counts"]["invalid_documents"] = [
-        {
-            "document": p.relative_to(events_dir).as_posix(),
-            "error": message.replace(str(p), p.relative_to(events_dir).as_posix()),
-        }
-        for p, message in failures
-    ]
-    left_out = read_left_out(events_dir)
-    if left_out:
-        summary["counts"]["left_out"] = left_out
-    summary_path = atomic_write_text(
-        events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
-    )
-    if study is None:
-        study = StudyRowsWriter(events_dir)
-        study.discard()  # nothing to write; an older evaluation's tables go
-    study_paths = study.write()
-    # last: the completion record names every file this evaluation wrote
-    finish_evaluate(
-        events_dir, metrics_paths, [summary_path, table_path, *dataset, *study_paths], k=ks
-    )
-    return EvaluateResult(
-        events_dir=events_dir,
-        documents=n_documents - len(failures),
-        computable=int(summary["counts"]["computable"]),
-        metrics_paths=metrics_paths,
-        summary_path=summary_path,
-        table_path=table_path,
-        seconds=0.0 if started is None else time.perf_counter() - started,
-        failures=failures,
-    )
