@@ -54,7 +54,7 @@ from retrieval_lib.metrics.stages import (
     shipped_schema,
     validate_against,
 )
-from retrieval_lib.metrics.table_stream import ColumnSpool, TextKinds, write_parquet_groups
+from retrieval_lib.metrics.table_stream import ColumnSpool, write_parquet_groups
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -887,8 +887,9 @@ class _RunTable:
         self.failures: list[tuple[Path, str]] = []
         self.study = StudyRowsWriter(events_dir)
         self._spool: ColumnSpool | None = None
-        #: Text kinds of the whole run (key None) and of each config's rows.
-        self._kinds: dict[Any, TextKinds] = {}
+        #: Per text column, whether it holds a string: in the whole run (key None) and in
+        #: each config's rows (for strings and None, all the column's type depends on).
+        self._kinds: dict[Any, dict[str, bool]] = {}
         #: Every text value a string or None, every boolean column's a bool or None.
         self._plain = True
         self._interned: dict[Any, Any] = {}
@@ -965,9 +966,10 @@ class _RunTable:
         scopes: dict[Any, np.ndarray | None] = {None: None}
         scopes.update({c: configs == c for c in set(configs.tolist()) if c is not None})
         for scope, rows in scopes.items():
-            kinds = self._kinds.setdefault(scope, TextKinds())
+            kinds = self._kinds.setdefault(scope, {})
             for column in texts:
-                kinds.add(column, batch[column] if rows is None else batch[column][rows])
+                values = batch[column] if rows is None else batch[column][rows]
+                kinds[column] = kinds.get(column, False) or any(v is not None for v in values)
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
         try:
@@ -1064,11 +1066,11 @@ class _RunTable:
         """
         import pyarrow as pa
 
-        run = self._kinds[None].has_text
+        run = self._kinds[None]
         kinds: list[dict[str, bool]] = [run, {}]
         config: list[Any] = [None, None]
         if scope is not None:
-            kinds = [self._kinds[scope].has_text, run, {}]
+            kinds = [self._kinds[scope], run, {}]
             config = [scope, f"{scope}~other", scope]
         example: dict[str, np.ndarray] = {}
         for column in columns:
