@@ -54,8 +54,7 @@ Policies (the choices the seed leaves open)
   when no relevant file was reached, write probes without writes) is ``null`` beside a
   reason.
 
-Why one module of this length: the four stages of one document share the trace view
-(:class:`TraceView`) and the not-computable reasons; each stage is a few short functions.
+The four stages share the trace view (:class:`TraceView`) and the not-computable reasons.
 """
 
 from __future__ import annotations
@@ -417,10 +416,6 @@ def file_level_reason(doc: Mapping[str, Any]) -> str | None:
     return None if gate is None else gate[1]
 
 
-def _ratio(numerator: int, denominator: int) -> float:
-    return numerator / denominator
-
-
 def _ranking_block(
     ranking: Sequence[str],
     ground_truth: set[str],
@@ -438,10 +433,10 @@ def _ranking_block(
         "n_retrieved_files": len(ranking),
         "n_relevant_retrieved": relevant_retrieved,
         "metrics": dict(scores),
-        "file_recall": _ratio(relevant_retrieved, len(ground_truth)),
+        "file_recall": relevant_retrieved / len(ground_truth),
     }
     if ranking:
-        block["context_efficiency"] = _ratio(relevant_retrieved, len(ranking))
+        block["context_efficiency"] = relevant_retrieved / len(ranking)
         block["context_efficiency_reason"] = None
     else:
         block["context_efficiency"] = None
@@ -516,7 +511,7 @@ def _chunk_level(doc: Mapping[str, Any], view: TraceView | None) -> dict[str, An
         "validity": "file_match_only",
         "n_chunks": len(chunks),
         "covered_chunks": covered_by_file,
-        "recall": _ratio(covered_by_file, len(chunks)),
+        "recall": covered_by_file / len(chunks),
     }
     if not view.ranges and not view.whole_file_reads:
         block["line_overlap"] = _not_computable(
@@ -540,7 +535,7 @@ def _chunk_level(doc: Mapping[str, Any], view: TraceView | None) -> dict[str, An
         "chunks_with_ranges": sum(
             1 for c in chunks if c["file"] in view.ranges or c["file"] in view.whole_file_reads
         ),
-        "recall": _ratio(covered_by_lines, len(chunks)),
+        "recall": covered_by_lines / len(chunks),
     }
     return block
 
@@ -581,35 +576,21 @@ def _utilization(doc: Mapping[str, Any], view: TraceView | None) -> dict[str, An
         block.update(
             n_files_read=len(read), n_files_written=len(written), n_read_before_write=read_before
         )
-        no_writes = "the agent edited no repository file"
-        if has_gt:
-            values["util_read_overlap_with_relevant_files"] = _ratio(
-                len(read & ground_truth), len(ground_truth)
-            )
-        else:
-            reasons["util_read_overlap_with_relevant_files"] = _ground_truth_reason(doc)
-        if not has_gt:
-            reasons["util_write_overlap_with_relevant_files_proxy"] = _ground_truth_reason(doc)
-        elif not written:
-            reasons["util_write_overlap_with_relevant_files_proxy"] = no_writes
-        else:
-            values["util_write_overlap_with_relevant_files_proxy"] = _ratio(
-                len(written & ground_truth), len(ground_truth)
-            )
-        if not expected_edit:
-            reasons["util_write_overlap_with_expected_edit_files"] = block[
-                "expected_edit_probe_unavailable_reason"
-            ]
-        elif not written:
-            reasons["util_write_overlap_with_expected_edit_files"] = no_writes
-        else:
-            values["util_write_overlap_with_expected_edit_files"] = _ratio(
-                len(written & expected_edit), len(expected_edit)
-            )
-        if written:
-            values["util_read_before_write_ratio"] = _ratio(read_before, len(written))
-        else:
-            reasons["util_read_before_write_ratio"] = no_writes
+        no_writes = None if written else "the agent edited no repository file"
+        no_gt = block["probe_unavailable_reason"]
+        no_edit_files = block["expected_edit_probe_unavailable_reason"]
+        # per probe: why it is null (None when it is not), its numerator and denominator
+        probes = (
+            (no_gt, len(read & ground_truth), len(ground_truth)),
+            (no_gt or no_writes, len(written & ground_truth), len(ground_truth)),
+            (no_edit_files or no_writes, len(written & expected_edit), len(expected_edit)),
+            (no_writes, read_before, len(written)),
+        )
+        for name, (reason, part, whole) in zip(values, probes, strict=True):
+            if reason:
+                reasons[name] = reason
+            else:
+                values[name] = part / whole
     block.update(values)
     block["reasons"] = reasons
     return block
