@@ -270,18 +270,29 @@ def metrics_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     >>> table.loc[0, "computable"], bool(table["file.P@5"].isna().all())
     (np.False_, True)
     """
+    ks = _common_k(records)
+    return _batch_frame(_columns_of(records, ks), columns=_table_columns(ks))
+
+
+def _columns_of(records: Sequence[Mapping[str, Any]], ks: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The table's columns of ``records``: metrics and number outcomes float64 (NaN where
+    absent or not a number), the others objects (:func:`_batch_frame` types them)."""
     import pandas as pd
 
-    ks = _common_k(records)
     names = ranking_metric_names(ks)
-    numeric = table_metric_columns(ks)
-    columns = [*IDENTITY_COLUMNS, *numeric, *TABLE_OUTCOME_COLUMNS, "source_document"]
-    frame = pd.DataFrame.from_records([_record_row(r, names) for r in records], columns=columns)
-    for column in (*numeric, "reward", "agent_execution_seconds", "total_tokens", "cost_usd"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    for column in _BOOLEAN_COLUMNS:
-        frame[column] = frame[column].astype("boolean")
-    return frame
+    rows = [_record_row(r, names) for r in records]
+    nan = float("nan")
+    batch: dict[str, np.ndarray] = {}
+    for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
+        batch[column] = np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
+    part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
+    for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
+        batch[column] = pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
+    columns = _table_columns(ks)
+    for column in columns:
+        if column not in batch:
+            batch[column] = _object_array([row[column] for row in rows])
+    return {c: batch[c] for c in columns}
 
 
 def _stats(values: np.ndarray) -> dict[str, Any]:
@@ -916,8 +927,6 @@ class _RunTable:
             self.study.add(study)
         else:
             self.study.discard()  # records made elsewhere: no study tables
-        import pandas as pd
-
         for record in records:
             facts = _count_facts(record)
             self.facts.append(
@@ -926,28 +935,11 @@ class _RunTable:
         self.ks |= {tuple(r["k_values"]) for r in records}
         if len(self.ks) > 1:
             return  # refused when written (as summarize_run refuses)
-        ks = normalize_k(next(iter(self.ks)))
-        names = ranking_metric_names(ks)
-        rows = [_record_row(r, names) for r in records]
-        nan = float("nan")
-        batch: dict[str, np.ndarray] = {}
-        for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
-            batch[column] = np.fromiter(
-                (row.get(column, nan) for row in rows), np.float64, len(rows)
-            )
-        part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
-        for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
-            batch[column] = (
-                pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
-            )
-        columns = _table_columns(ks)
-        for column in columns:
-            if column not in batch:
-                batch[column] = _object_array([row.get(column, nan) for row in rows])
+        batch = _columns_of(records, normalize_k(next(iter(self.ks))))
         self._note_kinds(batch)
         if self._spool is None:
             self._spool = ColumnSpool("config_name")
-        self._spool.add({c: batch[c] for c in columns})
+        self._spool.add(batch)
 
     def _note_kinds(self, batch: dict[str, np.ndarray]) -> None:
         """Whether the batch keeps the table plain, and which text columns hold text."""
