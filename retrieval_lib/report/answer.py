@@ -51,6 +51,7 @@ import pandas as pd
 
 from retrieval_lib.report.display import is_missing
 from retrieval_lib.safe_text import markdown_text
+from retrieval_lib.stats.columns import OUTCOME_COLUMNS
 
 if TYPE_CHECKING:
     from retrieval_lib.stats.impact import ImpactResult
@@ -70,8 +71,6 @@ __all__ = [
 #: Stable columns of :func:`answer_table`, in order.
 ANSWER_COLUMNS: tuple[str, ...] = ("topic", "sentence", "section")
 
-#: Outcomes of the matched comparison that are not retrieval metrics.
-_OUTCOMES = ("reward", "passed", "cost_usd", "total_tokens", "agent_execution_seconds")
 _POOLED_GROUP = "(pooled)"  # stats.correlation.POOLED_GROUP (kept literal: no scipy import)
 
 
@@ -494,7 +493,7 @@ def answer_table(
     params: Mapping[str, Any] = impact.params or {}
     floor = int(min_pairs if min_pairs is not None else params.get("min_matched_pairs", 5) or 5)
     strict = bool(params.get("strict_harness_version", False))
-    metrics = [str(m) for m in params.get("metrics", []) if str(m) not in _OUTCOMES]
+    metrics = [str(m) for m in params.get("metrics", []) if str(m) not in OUTCOME_COLUMNS]
     rows: list[tuple[str, str, str]] = []
     if impact.pairs.empty:
         rows.append(("reward", _no_pair_sentence(impact), sections.matched))

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.stats.columns import KEY_METRICS
+from retrieval_lib.stats.columns import KEY_METRICS, OUTCOME_COLUMNS
 from retrieval_lib.stats.means import MEAN_CI_COLUMNS, mean_ci_row, row_tasks
 
 __all__ = [
@@ -78,14 +78,8 @@ UTIL_METRICS: tuple[str, ...] = (
     "util.write_overlap_expected_edit",
     "util.read_before_write_ratio",
 )
-#: Outcomes the report relates retrieval to, in display order.
-OUTCOMES: tuple[str, ...] = (
-    "reward",
-    "passed",
-    "cost_usd",
-    "agent_execution_seconds",
-    "total_tokens",
-)
+#: Outcomes the report relates retrieval to, in display order (the statistics' outcomes).
+OUTCOMES: tuple[str, ...] = OUTCOME_COLUMNS
 _FUNNEL_STAGES: tuple[str, ...] = ("surfaced", "read", "edited")
 _TAXONOMY_PREFIX = "taxonomy."
 
