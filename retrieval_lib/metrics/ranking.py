@@ -451,25 +451,22 @@ class RankingScores(Mapping[str, np.ndarray]):
         return pd.DataFrame(columns)
 
 
+#: The :class:`HitTable` method of each family taking a cut-off (R-Prec takes none).
+_FORMULAS = {
+    "P": HitTable.precision,
+    "R": HitTable.recall,
+    "F1": HitTable.f1,
+    "nDCG": HitTable.ndcg,
+    "AP": HitTable.average_precision,
+    "RR": HitTable.reciprocal_rank,
+    "Hit": HitTable.hit,
+}
+
+
 def _compute(table: HitTable, metric: Metric) -> np.ndarray:
-    family, k = metric.family, metric.k
-    if family == "P":
-        return table.precision(k)  # type: ignore[arg-type]  # required cut-off
-    if family == "R":
-        return table.recall(k)
-    if family == "F1":
-        return table.f1(k)  # type: ignore[arg-type]
-    if family == "nDCG":
-        return table.ndcg(k)
-    if family == "AP":
-        return table.average_precision(k)
-    if family == "RR":
-        return table.reciprocal_rank(k)
-    if family == "Hit":
-        return table.hit(k)
-    if family == "R-Prec":
+    if metric.family == "R-Prec":
         return table.r_precision()
-    raise MetricError(f"no formula for metric family {family!r}")  # registry/kernel mismatch
+    return _FORMULAS[metric.family](table, metric.k)  # type: ignore[arg-type]  # P, F1: k given
 
 
 def _requested_metrics(metrics: Sequence[str | Metric] | str | Metric) -> tuple[Metric, ...]:

@@ -62,7 +62,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -703,16 +703,9 @@ def evaluate_documents(
     gates = [_file_level_gate(doc) for doc in docs]
     computable = [i for i, gate in enumerate(gates) if gate is None]
     ground_truths = [set(docs[i]["ground_truth"]["files"]) for i in computable]
-    surfaced = _batched_scores(
-        [views[i].ranked_files for i in computable],  # type: ignore[union-attr]
-        ground_truths,
-        names,
-    )
-    read = _batched_scores(
-        [views[i].read_files for i in computable],  # type: ignore[union-attr]
-        ground_truths,
-        names,
-    )
+    scored = [cast(TraceView, views[i]) for i in computable]  # the gate requires a trace
+    surfaced = _batched_scores([v.ranked_files for v in scored], ground_truths, names)
+    read = _batched_scores([v.read_files for v in scored], ground_truths, names)
     scores = {i: (surfaced[j], read[j]) for j, i in enumerate(computable)}
 
     records = []
