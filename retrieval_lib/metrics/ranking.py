@@ -648,15 +648,13 @@ def rank_by_score(
     >>> rank_by_score({"a": 0.5, "b": 0.9, "c": 0.5})
     ['b', 'c', 'a']
     """
+    if type(items) is _DICT_ITEMS:
+        items = items.mapping  # type: ignore[union-attr]
     if isinstance(items, Mapping):
         ranked = _rank_float_scores(items)
         if ranked is not None:
             return ranked
         items = items.items()
-    elif type(items) is _DICT_ITEMS:
-        ranked = _rank_float_scores(items.mapping)  # type: ignore[attr-defined]
-        if ranked is not None:
-            return ranked
     pairs: list[tuple[Hashable, float]] = []
     for position, item in enumerate(items):
         try:
