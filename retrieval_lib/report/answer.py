@@ -1,9 +1,7 @@
 """The Answer that opens a report: what its numbers say, in a few sentences.
 
-A reader of a run or study report should not have to find the reward row of the matched
-comparison and the right cell of a heatmap, then judge whether *n* is enough.
-:func:`answer_table` writes the answer from the tables the report shows below it, one
-sentence per question, each with the heading of the section it comes from:
+:func:`answer_table` writes it from the tables the report shows below, one sentence per
+question, each with the heading of the section it comes from:
 
 * ``reward`` and ``passed``: the matched difference (treatment − baseline) of every compared
   pair with its CI, the Holm-adjusted p and the number of matched tasks, or why it cannot
@@ -18,11 +16,8 @@ sentence per question, each with the heading of the section it comes from:
 * ``caveat``: what limits the answer (unmatched tasks, flagged trials, unverified harness
   versions, confidence flags) and, always, that associations are not causal.
 
-:func:`answer_markdown` renders the table as a Markdown list whose every line links to its
-section (the anchors nbconvert and JupyterLab give headings); every sentence is escaped
-as text (:func:`retrieval_lib.safe_text.markdown_text`), so names from the inputs can never
-become markup. :class:`Answer` shows the
-Markdown in a notebook and the plain sentences as its text form (what nbval compares).
+:func:`answer_markdown` renders it as Markdown, each sentence escaped as text and linked to
+its section; :class:`Answer` displays it in a notebook.
 
 Examples
 --------

@@ -1,18 +1,12 @@
 """Figures of the reports: matplotlib/seaborn on the Agg backend, PNG only.
 
 Every function takes a table from :mod:`retrieval_lib.report.tables` (or
-:mod:`retrieval_lib.stats`, or a kb comparison's rows for ``plot_kb_*``) and returns a :class:`matplotlib.figure.Figure` laid out with
-constrained layout, or ``None`` when there is nothing to draw (the notebook then prints
-why). :func:`png` renders a figure to PNG bytes with ``bbox_inches="tight"`` so no label is
-cut off, and closes it; :func:`show` wraps those bytes for display in a notebook. Figures
-are never SVG: SVG output differs from run to run and is compared as text by nbval.
-
-Names from inputs (configs, tasks, tools) are labels, never math text: :func:`png` draws with
-matplotlib's math text off (``$^^$`` in a config name would otherwise fail the figure), and
-:func:`setup` / :func:`names_as_text` turn it off for figures a notebook draws itself.
-
-matplotlib and seaborn are imported inside the functions, so importing this module is
-cheap.
+:mod:`retrieval_lib.stats`, or a kb comparison's rows for ``plot_kb_*``) and returns a
+:class:`matplotlib.figure.Figure` (constrained layout), or ``None`` when there is nothing
+to draw (the notebook then prints why). :func:`png` renders PNG bytes (never SVG: its
+output differs from run to run, and nbval compares it as text); :func:`show` displays them.
+Names from inputs are labels, never math text (:func:`png`, :func:`names_as_text`).
+matplotlib and seaborn are imported inside the functions.
 
 Examples
 --------

@@ -10,17 +10,10 @@ set the same quantity (:meth:`Parameter.cli_type`: ``impact --seed``, ``--n-boot
 everywhere.
 
 papermill only warns about unknown parameter names; we refuse them (with "did you
-mean" suggestions), and we check each value against the annotation of its line in the
-notebook's ``parameters`` cell (``run_dir: str = ""  # help``; ``Optional[X]`` also
-takes None), as papermill's own parser reads the cell, then against the schema's range
-and choices. Numbers may be written in any YAML form: ``5e-2`` (a string for PyYAML's
-YAML 1.1 rules) is read as 0.05, and an integral float (``1e4``) is accepted where an
-integer is expected.
-
-Relative paths in a parameter file (every parameter whose :attr:`Parameter.path` is
-true: ``run_dir``, ``tasks_root``, ``output_dir``, ``study_manifest``, ``db_path``)
-resolve against the folder of the parameter file, never against the working directory
-or the output folder (:func:`load_params_file`).
+mean" suggestions) and check each value against the annotation of its line in the
+``parameters`` cell, as papermill's own parser reads it, then against the schema
+(:func:`check_parameters`). Relative paths in a parameter file resolve against the
+file's folder (:func:`load_params_file`).
 
 Its length is mostly :data:`SCHEMAS`, the declaration of every notebook parameter (data).
 
