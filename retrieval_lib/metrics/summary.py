@@ -551,13 +551,10 @@ def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
 def _walk_documents(
     path: Path, left_out: Any = None, evaluated: set[Path] | None = None
 ) -> list[Path]:
-    """Every entry named like a document below ``path`` (not a folder), symlinked folders
-    not followed; a folder that cannot be listed, and a ``retrieval_events`` folder that
-    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``).
-
-    With ``evaluated``, a ``retrieval_events`` folder (not a symlink) holding a completion
-    record and a run summary is added to it and not searched: its documents are not
-    listed (a folder of thousands of evaluated runs is found from one entry per run)."""
+    """Every entry named like a document below ``path``; symlinked folders not followed.
+    A folder that cannot be listed and a symlinked ``retrieval_events`` are recorded in
+    ``left_out`` (a ``runs.LeftOut``). With ``evaluated``, an evaluated ``retrieval_events`` folder (:func:`_has_record`) is
+    added to it and not searched (thousands of evaluated runs: one entry each)."""
     found: list[Path] = []
 
     def unreadable(exc: OSError) -> None:
@@ -608,8 +605,7 @@ def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list
         if not path.is_dir():
             raise InputError(f"not a folder: {path}")
         if (path / EVENTS_DIRNAME).is_dir():
-            _refuse_link_out(path / EVENTS_DIRNAME, path)
-            roots.add(path / EVENTS_DIRNAME)
+            roots.add(events_dir_of(path))
             continue
         if path.name == EVENTS_DIRNAME and not path.is_symlink() and _has_record(path):
             roots.add(path)  # an evaluated events folder with its record: not searched
@@ -1048,14 +1044,10 @@ class _RunTable:
 
     def _schema(self, columns: list[str], scope: Any) -> Any:
         """The Arrow schema (pandas metadata included) ``to_parquet`` gives the whole
-        table (``scope`` None) or the rows of config ``scope`` taken from it.
-
-        That of a small table of the same kinds: its rows hold text where the run (or
-        the config's rows) does and None elsewhere, so pandas types its columns as it
-        types the whole run's (a text column's type depends only on whether it holds
-        text: pandas 3 types the config's rows as the run's column, pandas 2 from the
-        rows' own values), and the config's part is taken from it as from the run.
-        """
+        table (``scope`` None) or config ``scope``'s rows of it: that of a small table
+        holding text where the run (and the config's rows) does, None elsewhere (a text
+        column's type depends only on that; pandas 3 types a config's rows as the run's
+        column, pandas 2 from the rows' own values)."""
         import pyarrow as pa
 
         run = self._kinds[None]

@@ -647,8 +647,7 @@ def overview_table(summary: Mapping[str, Any]) -> pd.DataFrame:
     by_config = counts.get("by_config") or {}
     index = [*sorted(by_config), "(all)"]
     data = [row(by_config[c]) for c in sorted(by_config)] + [row(counts)]
-    frame = pd.DataFrame(data, index=pd.Index(index, name="config_name"), columns=columns)
-    return frame
+    return pd.DataFrame(data, index=pd.Index(index, name="config_name"), columns=columns)
 
 
 def write_tables(frames: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
