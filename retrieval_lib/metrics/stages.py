@@ -267,10 +267,8 @@ class TraceView:
         created = {f for f, creates in first_touch.items() if creates}
 
         ranked: dict[str, None] = {}
-        read: dict[str, None] = {}
-        written: dict[str, None] = {}
-        first_read: dict[str, int] = {}
-        first_write: dict[str, int] = {}
+        first_read: dict[str, int] = {}  # the files read, in first-seen order
+        first_write: dict[str, int] = {}  # the files written, in first-seen order
         ranges: dict[str, list[tuple[int, int]]] = {}
         whole_reads: set[str] = set()
         first_relevant: tuple[Mapping[str, Any], str] | None = None
@@ -279,13 +277,10 @@ class TraceView:
             targets = ev["target_files"]
             if _failed(ev):
                 continue
-            for target in ev.get("created_files") or ():
-                written.setdefault(target, None)
+            writes = targets if category == "file_write" else ()
+            for target in [*(ev.get("created_files") or ()), *writes]:
                 first_write.setdefault(target, ev["step_index"])
             if category == "file_write":
-                for target in targets:
-                    written.setdefault(target, None)
-                    first_write.setdefault(target, ev["step_index"])
                 continue
             if category == "other" and not targets:
                 continue
@@ -295,7 +290,6 @@ class TraceView:
                     continue
                 ranked.setdefault(target, None)
                 if category == "file_read":
-                    read.setdefault(target, None)
                     first_read.setdefault(target, ev["step_index"])
                 if first_relevant is None and target in ground_truth:
                     first_relevant = (ev, target)
@@ -309,8 +303,8 @@ class TraceView:
                     )
         return cls(
             ranked_files=tuple(ranked),
-            read_files=tuple(read),
-            written_files=tuple(written),
+            read_files=tuple(first_read),
+            written_files=tuple(first_write),
             agent_created_files=tuple(sorted(created)),
             first_relevant_event=first_relevant,
             first_read_step=first_read,
