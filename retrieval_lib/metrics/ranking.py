@@ -56,8 +56,7 @@ Cut-off larger than the ranking
 Relevant ids never retrieved
     They count in ``R`` (the denominators of recall, F1, AP, R-Prec and the ideal DCG).
 
-Why one module of this length: a metric's definition, its name and its two calling
-conventions stay in one place, over the one kernel in :mod:`retrieval_lib.metrics._kernel`.
+A metric's definition, name and two calling conventions stay together, over the kernel.
 
 Examples
 --------
