@@ -448,14 +448,13 @@ def view(
     shown = frame.reset_index(drop=not named)
     columns = [str(c) for c in shown.columns]
     numeric = [_is_numeric(shown[c]) for c in shown.columns]
-    cells: list[list[str]] = []
     places = [0 if _is_count(c, shown[c]) else digits for c in shown.columns]
     p_columns = [_is_p_value(c) and _is_numeric(shown[c]) for c in shown.columns]
-    for row in shown.itertuples(index=False, name=None):
-        cells.append(
-            [
-                p_text(v, d) if is_p else _cell(v, d)
-                for v, d, is_p in zip(row, places, p_columns, strict=True)
-            ]
-        )
+    cells = [
+        [
+            p_text(v, d) if is_p else _cell(v, d)
+            for v, d, is_p in zip(row, places, p_columns, strict=True)
+        ]
+        for row in shown.itertuples(index=False, name=None)
+    ]
     return TableView(columns=columns, cells=cells, numeric=numeric, note=note)
