@@ -941,13 +941,14 @@ class _RunTable:
         """Whether the batch keeps the table plain, and which text columns hold text."""
         if not self._plain:
             return
-        for column in _BOOLEAN_COLUMNS:
-            if not all(v is None or isinstance(v, bool) for v in batch[column].tolist()):
-                self._plain = False
         texts = [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
-        for column in texts:
-            if not all(v is None or isinstance(v, str) for v in batch[column].tolist()):
-                self._plain = False
+        self._plain = all(
+            all(
+                v is None or isinstance(v, bool if c in _BOOLEAN_COLUMNS else str)
+                for v in batch[c].tolist()
+            )
+            for c in (*_BOOLEAN_COLUMNS, *texts)
+        )
         if not self._plain:
             return
         configs = batch["config_name"]
