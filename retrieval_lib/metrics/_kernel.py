@@ -108,9 +108,13 @@ class HitTable:
         # their values are overwritten with NaN by the caller.
         return np.maximum(self.n_relevant, 1).astype(np.float64)
 
+    def _sum_per_row(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Per ranking: how many of ``rows`` are its (or the sum of their ``weights``)."""
+        return np.bincount(rows, weights=weights, minlength=self.n_rankings)
+
     @cached_property
     def _hits_per_row(self) -> np.ndarray:
-        return np.bincount(self.hit_rows, minlength=self.n_rankings)
+        return self._sum_per_row(self.hit_rows)
 
     @cached_property
     def _row_starts(self) -> np.ndarray:
@@ -157,7 +161,7 @@ class HitTable:
         """Relevant retrieved ids in the top ``k`` of each ranking (float64)."""
         if k not in self._counts_at:
             rows = self.hit_rows[self._within(k)]
-            self._counts_at[k] = np.bincount(rows, minlength=self.n_rankings).astype(np.float64)
+            self._counts_at[k] = self._sum_per_row(rows).astype(np.float64)
         return self._counts_at[k]
 
     # -- metric formulas (trec_eval definitions, binary relevance) ---------------------
@@ -183,11 +187,7 @@ class HitTable:
         if self.graded is not None:
             return self._graded_ndcg(self.graded, k)
         within = self._within(k)
-        dcg = np.bincount(
-            self.hit_rows[within],
-            weights=self._discount[self.hit_ranks[within]],
-            minlength=self.n_rankings,
-        )
+        dcg = self._sum_per_row(self.hit_rows[within], self._discount[self.hit_ranks[within]])
         # Ideal ranking: min(k, |relevant|) relevant ids on top.
         ideal_length = self.n_relevant if k is None else np.minimum(self.n_relevant, k)
         ideal = self._ideal_dcg[ideal_length]
@@ -196,27 +196,18 @@ class HitTable:
     def _graded_ndcg(self, graded: GradedGains, k: int | None) -> np.ndarray:
         """trec_eval's ``ndcg``/``ndcg_cut_k``: gain = grade; ideal = positive grades sorted."""
         within = slice(None) if k is None else graded.ranks <= k
-        dcg = np.bincount(
-            graded.rows[within],
-            weights=graded.values[within] * self._discount[graded.ranks[within]],
-            minlength=self.n_rankings,
-        )
+        gains = graded.values[within] * self._discount[graded.ranks[within]]
+        dcg = self._sum_per_row(graded.rows[within], gains)
         top = slice(None) if k is None else graded.ideal_positions <= k
-        ideal = np.bincount(
-            graded.ideal_rows[top],
-            weights=graded.ideal_values[top] * self._discount[graded.ideal_positions[top]],
-            minlength=self.n_rankings,
-        )
+        ideal_gains = graded.ideal_values[top] * self._discount[graded.ideal_positions[top]]
+        ideal = self._sum_per_row(graded.ideal_rows[top], ideal_gains)
         return np.divide(dcg, ideal, out=np.zeros(self.n_rankings), where=ideal > 0)
 
     def average_precision(self, k: int | None) -> np.ndarray:
         """AP@k = sum over relevant ids in the top k of precision at their rank / |relevant|."""
         within = self._within(k)
         precision_at_hit = self._ordinals[within] / self.hit_ranks[within]
-        summed = np.bincount(
-            self.hit_rows[within], weights=precision_at_hit, minlength=self.n_rankings
-        )
-        return summed / self._denominator
+        return self._sum_per_row(self.hit_rows[within], precision_at_hit) / self._denominator
 
     def reciprocal_rank(self, k: int | None) -> np.ndarray:
         """RR@k = 1 / rank of the first relevant id, 0 when none is in the top k."""
@@ -228,8 +219,7 @@ class HitTable:
     def r_precision(self) -> np.ndarray:
         """R-Prec = relevant in the top |relevant| / |relevant|."""
         within = self.hit_ranks <= self.n_relevant[self.hit_rows]
-        counts = np.bincount(self.hit_rows[within], minlength=self.n_rankings)
-        return counts / self._denominator
+        return self._sum_per_row(self.hit_rows[within]) / self._denominator
 
 
 class _ScoreRanks:

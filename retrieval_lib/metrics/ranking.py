@@ -56,8 +56,7 @@ Cut-off larger than the ranking
 Relevant ids never retrieved
     They count in ``R`` (the denominators of recall, F1, AP, R-Prec and the ideal DCG).
 
-Why one module of this length: a metric's definition, its name and its two calling
-conventions stay in one place, over the one kernel in :mod:`retrieval_lib.metrics._kernel`.
+A metric's definition, name and two calling conventions stay together, over the kernel.
 
 Examples
 --------
@@ -451,25 +450,22 @@ class RankingScores(Mapping[str, np.ndarray]):
         return pd.DataFrame(columns)
 
 
+#: The :class:`HitTable` method of each family taking a cut-off (R-Prec takes none).
+_FORMULAS = {
+    "P": HitTable.precision,
+    "R": HitTable.recall,
+    "F1": HitTable.f1,
+    "nDCG": HitTable.ndcg,
+    "AP": HitTable.average_precision,
+    "RR": HitTable.reciprocal_rank,
+    "Hit": HitTable.hit,
+}
+
+
 def _compute(table: HitTable, metric: Metric) -> np.ndarray:
-    family, k = metric.family, metric.k
-    if family == "P":
-        return table.precision(k)  # type: ignore[arg-type]  # required cut-off
-    if family == "R":
-        return table.recall(k)
-    if family == "F1":
-        return table.f1(k)  # type: ignore[arg-type]
-    if family == "nDCG":
-        return table.ndcg(k)
-    if family == "AP":
-        return table.average_precision(k)
-    if family == "RR":
-        return table.reciprocal_rank(k)
-    if family == "Hit":
-        return table.hit(k)
-    if family == "R-Prec":
+    if metric.family == "R-Prec":
         return table.r_precision()
-    raise MetricError(f"no formula for metric family {family!r}")  # registry/kernel mismatch
+    return _FORMULAS[metric.family](table, metric.k)  # type: ignore[arg-type]  # P, F1: k given
 
 
 def _requested_metrics(metrics: Sequence[str | Metric] | str | Metric) -> tuple[Metric, ...]:
@@ -651,15 +647,13 @@ def rank_by_score(
     >>> rank_by_score({"a": 0.5, "b": 0.9, "c": 0.5})
     ['b', 'c', 'a']
     """
+    if type(items) is _DICT_ITEMS:
+        items = items.mapping  # type: ignore[union-attr]
     if isinstance(items, Mapping):
         ranked = _rank_float_scores(items)
         if ranked is not None:
             return ranked
         items = items.items()
-    elif type(items) is _DICT_ITEMS:
-        ranked = _rank_float_scores(items.mapping)  # type: ignore[attr-defined]
-        if ranked is not None:
-            return ranked
     pairs: list[tuple[Hashable, float]] = []
     for position, item in enumerate(items):
         try:

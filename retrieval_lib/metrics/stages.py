@@ -54,8 +54,7 @@ Policies (the choices the seed leaves open)
   when no relevant file was reached, write probes without writes) is ``null`` beside a
   reason.
 
-Why one module of this length: the four stages of one document share the trace view
-(:class:`TraceView`) and the not-computable reasons; each stage is a few short functions.
+The four stages share the trace view (:class:`TraceView`) and the not-computable reasons.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -89,6 +88,7 @@ __all__ = [
     "metrics_filename",
     "normalize_k",
     "ranking_metric_names",
+    "shipped_schema",
     "validate_metrics_record",
 ]
 
@@ -267,10 +267,8 @@ class TraceView:
         created = {f for f, creates in first_touch.items() if creates}
 
         ranked: dict[str, None] = {}
-        read: dict[str, None] = {}
-        written: dict[str, None] = {}
-        first_read: dict[str, int] = {}
-        first_write: dict[str, int] = {}
+        first_read: dict[str, int] = {}  # the files read, in first-seen order
+        first_write: dict[str, int] = {}  # the files written, in first-seen order
         ranges: dict[str, list[tuple[int, int]]] = {}
         whole_reads: set[str] = set()
         first_relevant: tuple[Mapping[str, Any], str] | None = None
@@ -279,13 +277,10 @@ class TraceView:
             targets = ev["target_files"]
             if _failed(ev):
                 continue
-            for target in ev.get("created_files") or ():
-                written.setdefault(target, None)
+            writes = targets if category == "file_write" else ()
+            for target in [*(ev.get("created_files") or ()), *writes]:
                 first_write.setdefault(target, ev["step_index"])
             if category == "file_write":
-                for target in targets:
-                    written.setdefault(target, None)
-                    first_write.setdefault(target, ev["step_index"])
                 continue
             if category == "other" and not targets:
                 continue
@@ -295,7 +290,6 @@ class TraceView:
                     continue
                 ranked.setdefault(target, None)
                 if category == "file_read":
-                    read.setdefault(target, None)
                     first_read.setdefault(target, ev["step_index"])
                 if first_relevant is None and target in ground_truth:
                     first_relevant = (ev, target)
@@ -309,8 +303,8 @@ class TraceView:
                     )
         return cls(
             ranked_files=tuple(ranked),
-            read_files=tuple(read),
-            written_files=tuple(written),
+            read_files=tuple(first_read),
+            written_files=tuple(first_write),
             agent_created_files=tuple(sorted(created)),
             first_relevant_event=first_relevant,
             first_read_step=first_read,
@@ -416,10 +410,6 @@ def file_level_reason(doc: Mapping[str, Any]) -> str | None:
     return None if gate is None else gate[1]
 
 
-def _ratio(numerator: int, denominator: int) -> float:
-    return numerator / denominator
-
-
 def _ranking_block(
     ranking: Sequence[str],
     ground_truth: set[str],
@@ -437,10 +427,10 @@ def _ranking_block(
         "n_retrieved_files": len(ranking),
         "n_relevant_retrieved": relevant_retrieved,
         "metrics": dict(scores),
-        "file_recall": _ratio(relevant_retrieved, len(ground_truth)),
+        "file_recall": relevant_retrieved / len(ground_truth),
     }
     if ranking:
-        block["context_efficiency"] = _ratio(relevant_retrieved, len(ranking))
+        block["context_efficiency"] = relevant_retrieved / len(ranking)
         block["context_efficiency_reason"] = None
     else:
         block["context_efficiency"] = None
@@ -515,7 +505,7 @@ def _chunk_level(doc: Mapping[str, Any], view: TraceView | None) -> dict[str, An
         "validity": "file_match_only",
         "n_chunks": len(chunks),
         "covered_chunks": covered_by_file,
-        "recall": _ratio(covered_by_file, len(chunks)),
+        "recall": covered_by_file / len(chunks),
     }
     if not view.ranges and not view.whole_file_reads:
         block["line_overlap"] = _not_computable(
@@ -539,7 +529,7 @@ def _chunk_level(doc: Mapping[str, Any], view: TraceView | None) -> dict[str, An
         "chunks_with_ranges": sum(
             1 for c in chunks if c["file"] in view.ranges or c["file"] in view.whole_file_reads
         ),
-        "recall": _ratio(covered_by_lines, len(chunks)),
+        "recall": covered_by_lines / len(chunks),
     }
     return block
 
@@ -580,35 +570,21 @@ def _utilization(doc: Mapping[str, Any], view: TraceView | None) -> dict[str, An
         block.update(
             n_files_read=len(read), n_files_written=len(written), n_read_before_write=read_before
         )
-        no_writes = "the agent edited no repository file"
-        if has_gt:
-            values["util_read_overlap_with_relevant_files"] = _ratio(
-                len(read & ground_truth), len(ground_truth)
-            )
-        else:
-            reasons["util_read_overlap_with_relevant_files"] = _ground_truth_reason(doc)
-        if not has_gt:
-            reasons["util_write_overlap_with_relevant_files_proxy"] = _ground_truth_reason(doc)
-        elif not written:
-            reasons["util_write_overlap_with_relevant_files_proxy"] = no_writes
-        else:
-            values["util_write_overlap_with_relevant_files_proxy"] = _ratio(
-                len(written & ground_truth), len(ground_truth)
-            )
-        if not expected_edit:
-            reasons["util_write_overlap_with_expected_edit_files"] = block[
-                "expected_edit_probe_unavailable_reason"
-            ]
-        elif not written:
-            reasons["util_write_overlap_with_expected_edit_files"] = no_writes
-        else:
-            values["util_write_overlap_with_expected_edit_files"] = _ratio(
-                len(written & expected_edit), len(expected_edit)
-            )
-        if written:
-            values["util_read_before_write_ratio"] = _ratio(read_before, len(written))
-        else:
-            reasons["util_read_before_write_ratio"] = no_writes
+        no_writes = None if written else "the agent edited no repository file"
+        no_gt = block["probe_unavailable_reason"]
+        no_edit_files = block["expected_edit_probe_unavailable_reason"]
+        # per probe: why it is null (None when it is not), its numerator and denominator
+        probes = (
+            (no_gt, len(read & ground_truth), len(ground_truth)),
+            (no_gt or no_writes, len(written & ground_truth), len(ground_truth)),
+            (no_edit_files or no_writes, len(written & expected_edit), len(expected_edit)),
+            (no_writes, read_before, len(written)),
+        )
+        for name, (reason, part, whole) in zip(values, probes, strict=True):
+            if reason:
+                reasons[name] = reason
+            else:
+                values[name] = part / whole
     block.update(values)
     block["reasons"] = reasons
     return block
@@ -721,16 +697,9 @@ def evaluate_documents(
     gates = [_file_level_gate(doc) for doc in docs]
     computable = [i for i, gate in enumerate(gates) if gate is None]
     ground_truths = [set(docs[i]["ground_truth"]["files"]) for i in computable]
-    surfaced = _batched_scores(
-        [views[i].ranked_files for i in computable],  # type: ignore[union-attr]
-        ground_truths,
-        names,
-    )
-    read = _batched_scores(
-        [views[i].read_files for i in computable],  # type: ignore[union-attr]
-        ground_truths,
-        names,
-    )
+    scored = [cast(TraceView, views[i]) for i in computable]  # the gate requires a trace
+    surfaced = _batched_scores([v.ranked_files for v in scored], ground_truths, names)
+    read = _batched_scores([v.read_files for v in scored], ground_truths, names)
     scores = {i: (surfaced[j], read[j]) for j, i in enumerate(computable)}
 
     records = []
@@ -777,13 +746,18 @@ def evaluate_document(doc: Mapping[str, Any], k: Sequence[int] = DEFAULT_K) -> d
     return evaluate_documents([doc], k)[0]
 
 
-@functools.lru_cache(maxsize=1)
-def metrics_schema() -> dict[str, Any]:
-    """JSON Schema of ``*.retrieval_metrics.json`` (shipped in the package)."""
+@functools.cache
+def shipped_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema ``retrieval_lib/metrics/schema/<name>.schema.json``, read once."""
     schema: dict[str, Any] = load_package_json(
-        "retrieval_lib.metrics", "schema/retrieval_metrics.schema.json"
+        "retrieval_lib.metrics", f"schema/{name}.schema.json"
     )
     return schema
+
+
+def metrics_schema() -> dict[str, Any]:
+    """JSON Schema of ``*.retrieval_metrics.json`` (shipped in the package)."""
+    return shipped_schema("retrieval_metrics")
 
 
 def validate_metrics_record(record: Any, *, where: str = "metrics record") -> None:

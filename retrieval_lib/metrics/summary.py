@@ -12,11 +12,9 @@ Aggregation policy: every document (trial) is one observation. When a (task, con
 has several trials, each counts; ``counts.by_config.<config>.tasks`` says how many distinct
 tasks stand behind the figures.
 
-Why one module of this length: the table's columns, the summary computed from them and the
-run-level writer that produces both (streamed a batch of documents at a time, the table by
-row groups through :mod:`retrieval_lib.metrics.table_stream`) share one column model
-(identity, metric and outcome columns, their types); split, each part would import the
-others' private column rules. Reading the table back is :mod:`retrieval_lib.metrics.table_files`.
+One module: the table, the summary and the writer (streamed by row groups through
+:mod:`retrieval_lib.metrics.table_stream`) share one column model. The reader is
+:mod:`retrieval_lib.metrics.table_files`.
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ from retrieval_lib.io import (
     atomic_write_text,
     dumps_json,
     lies_outside,
-    load_package_json,
 )
 from retrieval_lib.metrics.stages import (
     DEFAULT_K,
@@ -54,9 +51,10 @@ from retrieval_lib.metrics.stages import (
     metrics_filename,
     normalize_k,
     ranking_metric_names,
+    shipped_schema,
     validate_against,
 )
-from retrieval_lib.metrics.table_stream import ColumnSpool, TextKinds, write_parquet_groups
+from retrieval_lib.metrics.table_stream import ColumnSpool, write_parquet_groups
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -272,18 +270,29 @@ def metrics_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     >>> table.loc[0, "computable"], bool(table["file.P@5"].isna().all())
     (np.False_, True)
     """
+    ks = _common_k(records)
+    return _batch_frame(_columns_of(records, ks), columns=_table_columns(ks))
+
+
+def _columns_of(records: Sequence[Mapping[str, Any]], ks: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """The table's columns of ``records``: metrics and number outcomes float64 (NaN where
+    absent or not a number), the others objects (:func:`_batch_frame` types them)."""
     import pandas as pd
 
-    ks = _common_k(records)
     names = ranking_metric_names(ks)
-    numeric = table_metric_columns(ks)
-    columns = [*IDENTITY_COLUMNS, *numeric, *TABLE_OUTCOME_COLUMNS, "source_document"]
-    frame = pd.DataFrame.from_records([_record_row(r, names) for r in records], columns=columns)
-    for column in (*numeric, "reward", "agent_execution_seconds", "total_tokens", "cost_usd"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    for column in _BOOLEAN_COLUMNS:
-        frame[column] = frame[column].astype("boolean")
-    return frame
+    rows = [_record_row(r, names) for r in records]
+    nan = float("nan")
+    batch: dict[str, np.ndarray] = {}
+    for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
+        batch[column] = np.fromiter((row.get(column, nan) for row in rows), np.float64, len(rows))
+    part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
+    for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
+        batch[column] = pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
+    columns = _table_columns(ks)
+    for column in columns:
+        if column not in batch:
+            batch[column] = _object_array([row[column] for row in rows])
+    return {c: batch[c] for c in columns}
 
 
 def _stats(values: np.ndarray) -> dict[str, Any]:
@@ -358,7 +367,7 @@ def summarize_run(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     (1, {'no_trace;no_ground_truth': 1})
     """
     ks = _common_k(records)
-    return _summarize(metrics_table(records), [_count_facts(r) for r in records], ks)
+    return _summarize(_frame_reader(metrics_table(records)), [_count_facts(r) for r in records], ks)
 
 
 class _Facts(NamedTuple):
@@ -385,13 +394,6 @@ def _count_facts(r: Mapping[str, Any]) -> _Facts:
 
 
 def _summarize(
-    frame: pd.DataFrame, records: Sequence[_Facts], ks: tuple[int, ...]
-) -> dict[str, Any]:
-    """The summary from the run's metrics table and each record's :class:`_Facts`."""
-    return _summarize_columns(_frame_reader(frame), records, ks)
-
-
-def _summarize_columns(
     read: ColumnReader, records: Sequence[_Facts], ks: tuple[int, ...]
 ) -> dict[str, Any]:
     """The summary from a reader of the run's table (a column at a time: memory of a
@@ -464,13 +466,9 @@ def _summarize_columns(
     }
 
 
-@functools.lru_cache(maxsize=1)
 def summary_schema() -> dict[str, Any]:
     """JSON Schema of ``run_retrieval_summary.json`` (shipped in the package)."""
-    schema: dict[str, Any] = load_package_json(
-        "retrieval_lib.metrics", "schema/run_retrieval_summary.schema.json"
-    )
-    return schema
+    return shipped_schema("run_retrieval_summary")
 
 
 def validate_summary(summary: Any, *, where: str = "run summary") -> None:
@@ -553,13 +551,10 @@ def _refuse_link_out(events_dir: Path, run_dir: Path) -> None:
 def _walk_documents(
     path: Path, left_out: Any = None, evaluated: set[Path] | None = None
 ) -> list[Path]:
-    """Every entry named like a document below ``path`` (not a folder), symlinked folders
-    not followed; a folder that cannot be listed, and a ``retrieval_events`` folder that
-    is a symlink (not followed), are recorded in ``left_out`` (a ``runs.LeftOut``).
-
-    With ``evaluated``, a ``retrieval_events`` folder (not a symlink) holding a completion
-    record and a run summary is added to it and not searched: its documents are not
-    listed (a folder of thousands of evaluated runs is found from one entry per run)."""
+    """Every entry named like a document below ``path``; symlinked folders not followed.
+    A folder that cannot be listed and a symlinked ``retrieval_events`` are recorded in
+    ``left_out`` (a ``runs.LeftOut``). With ``evaluated``, an evaluated ``retrieval_events`` folder (:func:`_has_record`) is
+    added to it and not searched (thousands of evaluated runs: one entry each)."""
     found: list[Path] = []
 
     def unreadable(exc: OSError) -> None:
@@ -610,8 +605,7 @@ def find_events_roots(paths: Iterable[str | Path], left_out: Any = None) -> list
         if not path.is_dir():
             raise InputError(f"not a folder: {path}")
         if (path / EVENTS_DIRNAME).is_dir():
-            _refuse_link_out(path / EVENTS_DIRNAME, path)
-            roots.add(path / EVENTS_DIRNAME)
+            roots.add(events_dir_of(path))
             continue
         if path.name == EVENTS_DIRNAME and not path.is_symlink() and _has_record(path):
             roots.add(path)  # an evaluated events folder with its record: not searched
@@ -675,20 +669,20 @@ _STAGE_BLOCKS = (
 )
 
 
-def _evaluate_document_files(
+def evaluate_document_files(
     doc_paths: Sequence[Path], ks: Sequence[int]
 ) -> list[tuple[dict[str, Any] | None, str | None]]:
-    """Load, evaluate (one kernel call for all) and write the metrics file of each document.
-
-    Returns ``(record, None)`` per document, or ``(None, error)`` for one that failed to load.
-    """
+    """Documents (one kernel call for all): write their metrics files; return per document
+    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load.
+    Each summary record carries, under :data:`STUDY_KEY`, the document's
+    :func:`~retrieval_lib.events.study_rows.document_rows` (the run table writes them)."""
     from retrieval_lib.events.document import load_document
     from retrieval_lib.events.study_rows import document_rows
 
     docs: list[dict[str, Any]] = []
     loaded: list[Path] = []
     errors: dict[Path, str] = {}
-    for doc_path in doc_paths:
+    for doc_path in map(Path, doc_paths):
         try:
             docs.append(load_document(doc_path))
             loaded.append(doc_path)
@@ -704,21 +698,10 @@ def _evaluate_document_files(
     # what the study reads of each document, while it is in memory (events.study_rows)
     study = {p: document_rows(doc, p.name) for p, doc in zip(loaded, docs, strict=True)}
     return [
-        (by_path[p] | {STUDY_KEY: study[p]}, None) if p in by_path else (None, errors[p])
-        for p in doc_paths
-    ]
-
-
-def evaluate_document_files(
-    doc_paths: Sequence[Path], ks: Sequence[int]
-) -> list[tuple[dict[str, Any] | None, str | None]]:
-    """Documents (one kernel call for all): write their metrics files; return per document
-    its :func:`summary_record` and ``None``, or ``None`` and the reason it failed to load.
-    Each summary record carries, under :data:`STUDY_KEY`, the document's
-    :func:`~retrieval_lib.events.study_rows.document_rows` (the run table writes them)."""
-    return [
-        (None, error) if record is None else (summary_record(record), None)
-        for record, error in _evaluate_document_files([Path(p) for p in doc_paths], ks)
+        (summary_record(by_path[p] | {STUDY_KEY: study[p]}), None)
+        if p in by_path
+        else (None, errors[p])
+        for p in map(Path, doc_paths)
     ]
 
 
@@ -895,17 +878,13 @@ def write_run_outputs(
 class _RunTable:
     """A run's metrics table and summary counts, built a batch of records at a time.
 
-    Keeps per document only a few counting fields (:class:`_Facts`) and its metrics
-    path; the table's rows go, a batch at a time, to a temporary file
-    (:class:`~retrieval_lib.metrics.table_stream.ColumnSpool`). When written, the table
-    and each config's dataset part are written from it by row groups and the summary is
-    computed from the written table a column at a time: memory bounded by a row group,
-    not by the run. The files are the ones :func:`metrics_table` and
-    :func:`summarize_run` give from all records at once (text columns' types inferred
-    over the whole run, or over the config's rows for its dataset part).
-
-    Where a text value is not a string (or a boolean column's not a boolean) or pyarrow
-    is missing, the table is built whole in memory and written as before.
+    Keeps per document a few counting fields (:class:`_Facts`) and its metrics path; the
+    rows go to a temporary file (:class:`~retrieval_lib.metrics.table_stream.ColumnSpool`),
+    from which the table and each config's dataset part are written by row groups; the
+    summary is read back from the table a column at a time. The bytes are those of
+    :func:`metrics_table` and :func:`summarize_run` over all records at once. Where a text
+    value is not a string (or a boolean not a boolean) or pyarrow is missing, the table is
+    built whole in memory instead.
     """
 
     def __init__(self, events_dir: Path) -> None:
@@ -915,8 +894,9 @@ class _RunTable:
         self.failures: list[tuple[Path, str]] = []
         self.study = StudyRowsWriter(events_dir)
         self._spool: ColumnSpool | None = None
-        #: Text kinds of the whole run (key None) and of each config's rows.
-        self._kinds: dict[Any, TextKinds] = {}
+        #: Per text column, whether it holds a string: in the whole run (key None) and in
+        #: each config's rows (for strings and None, all the column's type depends on).
+        self._kinds: dict[Any, dict[str, bool]] = {}
         #: Every text value a string or None, every boolean column's a bool or None.
         self._plain = True
         self._interned: dict[Any, Any] = {}
@@ -943,8 +923,6 @@ class _RunTable:
             self.study.add(study)
         else:
             self.study.discard()  # records made elsewhere: no study tables
-        import pandas as pd
-
         for record in records:
             facts = _count_facts(record)
             self.facts.append(
@@ -953,59 +931,42 @@ class _RunTable:
         self.ks |= {tuple(r["k_values"]) for r in records}
         if len(self.ks) > 1:
             return  # refused when written (as summarize_run refuses)
-        ks = normalize_k(next(iter(self.ks)))
-        names = ranking_metric_names(ks)
-        rows = [_record_row(r, names) for r in records]
-        nan = float("nan")
-        batch: dict[str, np.ndarray] = {}
-        for column in table_metric_columns(ks):  # floats (``_number``) or absent: NaN
-            batch[column] = np.fromiter(
-                (row.get(column, nan) for row in rows), np.float64, len(rows)
-            )
-        part = pd.DataFrame.from_records(rows, columns=list(_FLOAT_OUTCOMES))
-        for column in _FLOAT_OUTCOMES:  # as found in the trial's outcome: converted
-            batch[column] = (
-                pd.to_numeric(part[column], errors="coerce").astype("float64").to_numpy()
-            )
-        columns = _table_columns(ks)
-        for column in columns:
-            if column not in batch:
-                batch[column] = _object_array([row.get(column, nan) for row in rows])
+        batch = _columns_of(records, normalize_k(next(iter(self.ks))))
         self._note_kinds(batch)
         if self._spool is None:
             self._spool = ColumnSpool("config_name")
-        self._spool.add({c: batch[c] for c in columns})
+        self._spool.add(batch)
 
     def _note_kinds(self, batch: dict[str, np.ndarray]) -> None:
         """Whether the batch keeps the table plain, and which text columns hold text."""
         if not self._plain:
             return
-        for column in _BOOLEAN_COLUMNS:
-            if not all(v is None or isinstance(v, bool) for v in batch[column].tolist()):
-                self._plain = False
-        texts = _text_columns(batch)
-        for column in texts:
-            if not all(v is None or isinstance(v, str) for v in batch[column].tolist()):
-                self._plain = False
+        texts = [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
+        self._plain = all(
+            all(
+                v is None or isinstance(v, bool if c in _BOOLEAN_COLUMNS else str)
+                for v in batch[c].tolist()
+            )
+            for c in (*_BOOLEAN_COLUMNS, *texts)
+        )
         if not self._plain:
             return
         configs = batch["config_name"]
         scopes: dict[Any, np.ndarray | None] = {None: None}
         scopes.update({c: configs == c for c in set(configs.tolist()) if c is not None})
         for scope, rows in scopes.items():
-            kinds = self._kinds.setdefault(scope, TextKinds())
+            kinds = self._kinds.setdefault(scope, {})
             for column in texts:
-                kinds.add(column, batch[column] if rows is None else batch[column][rows])
+                values = batch[column] if rows is None else batch[column][rows]
+                kinds[column] = kinds.get(column, False) or any(v is not None for v in values)
 
     def write(self, events_dir: Path, n_documents: int, *, started: float | None) -> EvaluateResult:
         try:
-            return self._write(events_dir, n_documents, started=started)
+            return self._write(events_dir, n_documents, started)
         finally:
             self.study.discard()  # after an error: no temporary file left (else a no-op)
 
-    def _write(
-        self, events_dir: Path, n_documents: int, *, started: float | None
-    ) -> EvaluateResult:
+    def _write(self, events_dir: Path, n_documents: int, started: float | None) -> EvaluateResult:
         if not self.facts:
             raise InputError(
                 f"none of the {n_documents} documents under {events_dir} could be loaded; "
@@ -1020,22 +981,36 @@ class _RunTable:
                 summary, table_path, dataset = self._write_streamed(events_dir, ks)
             else:
                 frame = self._whole_frame(ks)
-                summary = _summarize(frame, self.facts, ks)
+                summary = _summarize(_frame_reader(frame), self.facts, ks)
                 table_path, dataset = _write_table(frame, events_dir)
                 del frame
         finally:
             self._spool.close()
-        return _write_outputs(
-            events_dir,
-            summary,
-            table_path,
-            dataset,
-            self.metrics_paths,
-            self.failures,
-            ks,
-            n_documents,
-            started,
-            study=self.study,
+        summary["counts"]["invalid_documents"] = [
+            {
+                "document": p.relative_to(events_dir).as_posix(),
+                "error": message.replace(str(p), p.relative_to(events_dir).as_posix()),
+            }
+            for p, message in self.failures
+        ]
+        left_out = read_left_out(events_dir)
+        if left_out:
+            summary["counts"]["left_out"] = left_out
+        summary_path = atomic_write_text(
+            events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
+        )
+        written = [summary_path, table_path, *dataset, *self.study.write()]
+        # last: the completion record names every file this evaluation wrote
+        finish_evaluate(events_dir, self.metrics_paths, written, k=ks)
+        return EvaluateResult(
+            events_dir=events_dir,
+            documents=n_documents - len(self.failures),
+            computable=int(summary["counts"]["computable"]),
+            metrics_paths=self.metrics_paths,
+            summary_path=summary_path,
+            table_path=table_path,
+            seconds=0.0 if started is None else time.perf_counter() - started,
+            failures=self.failures,
         )
 
     def _write_streamed(
@@ -1070,21 +1045,17 @@ class _RunTable:
 
     def _schema(self, columns: list[str], scope: Any) -> Any:
         """The Arrow schema (pandas metadata included) ``to_parquet`` gives the whole
-        table (``scope`` None) or the rows of config ``scope`` taken from it.
-
-        That of a small table of the same kinds: its rows hold text where the run (or
-        the config's rows) does and None elsewhere, so pandas types its columns as it
-        types the whole run's (a text column's type depends only on whether it holds
-        text: pandas 3 types the config's rows as the run's column, pandas 2 from the
-        rows' own values), and the config's part is taken from it as from the run.
-        """
+        table (``scope`` None) or config ``scope``'s rows of it: that of a small table
+        holding text where the run (and the config's rows) does, None elsewhere (a text
+        column's type depends only on that; pandas 3 types a config's rows as the run's
+        column, pandas 2 from the rows' own values)."""
         import pyarrow as pa
 
-        run = self._kinds[None].has_text
+        run = self._kinds[None]
         kinds: list[dict[str, bool]] = [run, {}]
         config: list[Any] = [None, None]
         if scope is not None:
-            kinds = [self._kinds[scope].has_text, run, {}]
+            kinds = [self._kinds[scope], run, {}]
             config = [scope, f"{scope}~other", scope]
         example: dict[str, np.ndarray] = {}
         for column in columns:
@@ -1123,10 +1094,6 @@ def _object_array(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
-def _text_columns(batch: Mapping[str, np.ndarray]) -> list[str]:
-    return [c for c, v in batch.items() if v.dtype == object and c not in _BOOLEAN_COLUMNS]
-
-
 def _batch_frame(batch: Mapping[str, np.ndarray], *, columns: Sequence[str]) -> pd.DataFrame:
     """The table's rows of ``batch`` as :func:`metrics_table` types them: float64 numbers,
     text columns typed by pandas from their values, nullable booleans."""
@@ -1158,7 +1125,7 @@ def _summarize_parquet(
         return np.asarray(values.to_numpy(), dtype=np.float64)
 
     try:
-        return _summarize_columns(read, records, ks)
+        return _summarize(read, records, ks)
     finally:
         handle.close()
 
@@ -1173,49 +1140,3 @@ _FLOAT_OUTCOMES = ("reward", "agent_execution_seconds", "total_tokens", "cost_us
 
 def _table_columns(ks: tuple[int, ...]) -> list[str]:
     return [*IDENTITY_COLUMNS, *table_metric_columns(ks), *TABLE_OUTCOME_COLUMNS, "source_document"]
-
-
-def _write_outputs(
-    events_dir: Path,
-    summary: dict[str, Any],
-    table_path: Path,
-    dataset: list[Path],
-    metrics_paths: list[Path],
-    failures: list[tuple[Path, str]],
-    ks: tuple[int, ...],
-    n_documents: int,
-    started: float | None,
-    *,
-    study: StudyRowsWriter | None = None,
-) -> EvaluateResult:
-    summary["counts"]["invalid_documents"] = [
-        {
-            "document": p.relative_to(events_dir).as_posix(),
-            "error": message.replace(str(p), p.relative_to(events_dir).as_posix()),
-        }
-        for p, message in failures
-    ]
-    left_out = read_left_out(events_dir)
-    if left_out:
-        summary["counts"]["left_out"] = left_out
-    summary_path = atomic_write_text(
-        events_dir / SUMMARY_FILENAME, dumps_json(summary, ndigits=WRITE_NDIGITS)
-    )
-    if study is None:
-        study = StudyRowsWriter(events_dir)
-        study.discard()  # nothing to write; an older evaluation's tables go
-    study_paths = study.write()
-    # last: the completion record names every file this evaluation wrote
-    finish_evaluate(
-        events_dir, metrics_paths, [summary_path, table_path, *dataset, *study_paths], k=ks
-    )
-    return EvaluateResult(
-        events_dir=events_dir,
-        documents=n_documents - len(failures),
-        computable=int(summary["counts"]["computable"]),
-        metrics_paths=metrics_paths,
-        summary_path=summary_path,
-        table_path=table_path,
-        seconds=0.0 if started is None else time.perf_counter() - started,
-        failures=failures,
-    )

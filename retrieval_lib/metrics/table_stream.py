@@ -2,8 +2,7 @@
 
 ``evaluate`` produces the table a batch of documents at a time. :class:`ColumnSpool`
 keeps each batch's columns (NumPy arrays) in an anonymous temporary file instead of
-memory, with the text columns' kinds (:class:`TextKinds`) needed to know the written
-table's schema before its first row is written. :func:`write_parquet_groups` writes
+memory. :func:`write_parquet_groups` writes
 a Parquet file from frames of at most :data:`ROW_GROUP_ROWS` rows, so the memory of
 the write is bounded by one row group, not by the run.
 
@@ -17,8 +16,7 @@ from __future__ import annotations
 
 import pickle
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -29,28 +27,12 @@ from retrieval_lib.io import atomic_output
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ROW_GROUP_ROWS", "ColumnSpool", "TextKinds", "write_parquet_groups"]
+__all__ = ["ROW_GROUP_ROWS", "ColumnSpool", "write_parquet_groups"]
 
 #: Rows per row group of a written table: a bound on the rows held in memory while
 #: writing (~1.5 KB per row of a metrics table; a 30,000-row table written by groups of 16,384
 #: rows raised the peak by ~80 MB, by 4,096 rows ~22 MB).
 ROW_GROUP_ROWS = 8_192
-
-
-@dataclass
-class TextKinds:
-    """Which text columns of a table hold at least one string (the others are all None).
-
-    For columns of strings and ``None`` only, this is all pandas and pyarrow infer the
-    column's type from, so the schema of the whole table is known from it.
-    """
-
-    has_text: dict[str, bool] = field(default_factory=dict)
-
-    def add(self, column: str, values: Sequence[Any] | np.ndarray) -> None:
-        """Note a batch of a column's values (strings or ``None``)."""
-        if not self.has_text.get(column, False):
-            self.has_text[column] = any(v is not None for v in values)
 
 
 class ColumnSpool:
@@ -134,20 +116,17 @@ def write_parquet_groups(
     schema: Any,
     batches: Iterable[dict[str, np.ndarray]],
     to_frame: Callable[[dict[str, np.ndarray]], pd.DataFrame],
-    *,
-    rows: int | None = None,
 ) -> Path:
-    """Write ``batches`` (regrouped to ``rows`` rows, each made a frame by ``to_frame``)
-    as one Parquet file with ``schema`` (a :class:`pyarrow.Schema` with its pandas
-    metadata), atomically; the options of pandas' ``to_parquet`` (snappy, no index).
-    ``rows`` defaults to :data:`ROW_GROUP_ROWS`."""
+    """Write ``batches`` (regrouped to :data:`ROW_GROUP_ROWS` rows, each made a frame by
+    ``to_frame``) as one Parquet file with ``schema`` (a :class:`pyarrow.Schema` with its
+    pandas metadata), atomically; the options of pandas' ``to_parquet`` (snappy, no index)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     with atomic_output(path) as handle:
         writer = pq.ParquetWriter(handle, schema, compression="snappy")
         try:
-            for group in _regroup(batches, rows or ROW_GROUP_ROWS):
+            for group in _regroup(batches, ROW_GROUP_ROWS):
                 frame = to_frame(group)
                 table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
                 writer.write_table(table)

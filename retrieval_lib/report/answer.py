@@ -1,9 +1,7 @@
 """The Answer that opens a report: what its numbers say, in a few sentences.
 
-A reader of a run or study report should not have to find the reward row of the matched
-comparison and the right cell of a heatmap, then judge whether *n* is enough.
-:func:`answer_table` writes the answer from the tables the report shows below it, one
-sentence per question, each with the heading of the section it comes from:
+:func:`answer_table` writes it from the tables the report shows below, one sentence per
+question, each with the heading of the section it comes from:
 
 * ``reward`` and ``passed``: the matched difference (treatment − baseline) of every compared
   pair with its CI, the Holm-adjusted p and the number of matched tasks, or why it cannot
@@ -18,11 +16,8 @@ sentence per question, each with the heading of the section it comes from:
 * ``caveat``: what limits the answer (unmatched tasks, flagged trials, unverified harness
   versions, confidence flags) and, always, that associations are not causal.
 
-:func:`answer_markdown` renders the table as a Markdown list whose every line links to its
-section (the anchors nbconvert and JupyterLab give headings); every sentence is escaped
-as text (:func:`retrieval_lib.safe_text.markdown_text`), so names from the inputs can never
-become markup. :class:`Answer` shows the
-Markdown in a notebook and the plain sentences as its text form (what nbval compares).
+:func:`answer_markdown` renders it as Markdown, each sentence escaped as text and linked to
+its section; :class:`Answer` displays it in a notebook.
 
 Examples
 --------
@@ -49,7 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from retrieval_lib.report.display import is_missing
 from retrieval_lib.safe_text import markdown_text
+from retrieval_lib.stats.columns import OUTCOME_COLUMNS
 
 if TYPE_CHECKING:
     from retrieval_lib.stats.impact import ImpactResult
@@ -69,8 +66,6 @@ __all__ = [
 #: Stable columns of :func:`answer_table`, in order.
 ANSWER_COLUMNS: tuple[str, ...] = ("topic", "sentence", "section")
 
-#: Outcomes of the matched comparison that are not retrieval metrics.
-_OUTCOMES = ("reward", "passed", "cost_usd", "total_tokens", "agent_execution_seconds")
 _POOLED_GROUP = "(pooled)"  # stats.correlation.POOLED_GROUP (kept literal: no scipy import)
 
 
@@ -120,15 +115,6 @@ def section_anchor(heading: str) -> str:
 # --------------------------------------------------------------------------- numbers
 
 
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return True
-    try:
-        return math.isnan(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _signed(value: float, digits: int = 3) -> str:
     if abs(value) >= 1000:
         return f"{value:+,.0f}"
@@ -136,42 +122,44 @@ def _signed(value: float, digits: int = 3) -> str:
 
 
 def _p(value: Any) -> str:
-    if _missing(value):
+    if is_missing(value):
         return "p not computable"
     p = float(value)
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def _ci(low: Any, high: Any, level: float) -> str:
-    if _missing(low) or _missing(high):
+    if is_missing(low) or is_missing(high):
         return f"no {level:.0%} CI"
     return f"{level:.0%} CI [{_signed(float(low))}, {_signed(float(high))}]"
 
 
 def _truthy(value: Any) -> bool:
-    return not _missing(value) and bool(value)
+    return not is_missing(value) and bool(value)
 
 
 def _tasks(n: Any) -> str:
-    count = 0 if _missing(n) else int(n)
+    count = 0 if is_missing(n) else int(n)
     return f"{count} matched task" + ("" if count == 1 else "s")
 
 
 # --------------------------------------------------------------------------- sentences
 
 
+def _of_pair(table: pd.DataFrame, pair: Any) -> pd.DataFrame:
+    """The rows of ``table`` that belong to ``pair`` (its baseline and treatment)."""
+    return table[(table["baseline"] == pair.baseline) & (table["treatment"] == pair.treatment)]
+
+
 def _comparison_row(comparisons: pd.DataFrame, pair: Any, metric: str) -> pd.Series | None:
-    rows = comparisons[
-        (comparisons["baseline"] == pair.baseline)
-        & (comparisons["treatment"] == pair.treatment)
-        & (comparisons["metric"] == metric)
-    ]
+    rows = _of_pair(comparisons, pair)
+    rows = rows[rows["metric"] == metric]
     return None if rows.empty else rows.iloc[0]
 
 
 def _tested(row: pd.Series) -> bool:
     flag = row["tested"] if "tested" in row.index else row.get("computable")
-    return _truthy(flag) and not _missing(row.get("wilcoxon_p"))
+    return _truthy(flag) and not is_missing(row.get("wilcoxon_p"))
 
 
 def _holm(row: pd.Series) -> Any:
@@ -183,10 +171,7 @@ def _observed_mean(per_task: pd.DataFrame, pair: Any, metric: str) -> float:
     column = f"delta:{metric}"
     if per_task.empty or column not in per_task.columns:
         return math.nan
-    rows = per_task[
-        (per_task["baseline"] == pair.baseline) & (per_task["treatment"] == pair.treatment)
-    ]
-    values = pd.to_numeric(rows[column], errors="coerce").dropna()
+    values = pd.to_numeric(_of_pair(per_task, pair)[column], errors="coerce").dropna()
     return float(values.mean()) if len(values) else math.nan
 
 
@@ -206,13 +191,13 @@ def _outcome_sentence(
     n = row.get("n")
     if not _tested(row):
         reason = row.get("reason")
-        why = str(reason) if not _missing(reason) and str(reason) else "no test could be run"
+        why = str(reason) if not is_missing(reason) and str(reason) else "no test could be run"
         mean: Any = row.get("mean_delta")
-        if _missing(mean):
+        if is_missing(mean):
             mean = _observed_mean(per_task, pair, str(row["metric"]))
         seen = (
             f"; the observed mean difference is {_signed(float(mean))}"
-            if not _missing(mean)
+            if not is_missing(mean)
             else ""
         )
         return (
@@ -220,7 +205,7 @@ def _outcome_sentence(
             "the per-task differences are listed in the section."
         )
     mean, p_holm = float(row["mean_delta"]), _holm(row)
-    if not _missing(p_holm) and float(p_holm) < alpha:
+    if not is_missing(p_holm) and float(p_holm) < alpha:
         verdict = f"a difference at the {alpha:g} level after Holm: {pair.treatment} " + (
             "higher" if mean > 0 else "lower" if mean < 0 else "different"
         )
@@ -244,13 +229,13 @@ def _power_sentence(row: pd.Series | None, pair: Any, label: str) -> str | None:
     who = f"{pair.treatment} vs {pair.baseline}"
     n = row.get("n")
     needed: list[Any] = [row.get("n_needed_0.05"), row.get("n_needed_0.10")]
-    if _missing(row.get("sd_delta")):
+    if is_missing(row.get("sd_delta")):
         return (
             f"Tasks needed, {who}: how many matched tasks would detect a {label.lower()} "
             f"difference cannot be estimated from {_tasks(n)} (no spread of per-task "
             "differences to plan from)."
         )
-    if any(_missing(v) for v in needed):
+    if any(is_missing(v) for v in needed):
         return (
             f"Tasks needed, {who}: with the observed spread of the per-task differences "
             f"(sd {float(row['sd_delta']):.3f}) a difference of 0.05 or 0.10 is out of reach "
@@ -269,7 +254,7 @@ def _mcnemar_text(impact: ImpactResult, pair: Any) -> str:
     table = impact.mcnemar
     if table.empty or "baseline" not in table.columns:
         return ""
-    rows = table[(table["baseline"] == pair.baseline) & (table["treatment"] == pair.treatment)]
+    rows = _of_pair(table, pair)
     if rows.empty or not _truthy(rows.iloc[0].get("computable")):
         return ""
     return f"; exact McNemar {_p(rows.iloc[0]['p_value'])}"
@@ -279,11 +264,8 @@ def _retrieval_sentence(
     comparisons: pd.DataFrame, pair: Any, metrics: list[str], *, alpha: float, level: float
 ) -> str:
     who = f"{pair.treatment} vs {pair.baseline}"
-    rows = comparisons[
-        (comparisons["baseline"] == pair.baseline)
-        & (comparisons["treatment"] == pair.treatment)
-        & (comparisons["metric"].isin(metrics))
-    ]
+    rows = _of_pair(comparisons, pair)
+    rows = rows[rows["metric"].isin(metrics)]
     if rows.empty:
         return f"Retrieval, {who}: no key retrieval metric was compared."
     tested = rows[[_tested(r) for _, r in rows.iterrows()]]
@@ -339,9 +321,9 @@ def _association_sentence(
     best = ranked.iloc[0]
     # correlations count tasks (repeated trials averaged per task), ``n_trials`` beside them
     n_text = f"n = {int(best['n'])} tasks"
-    if "n_trials" in best.index and not _missing(best["n_trials"]):
+    if "n_trials" in best.index and not is_missing(best["n_trials"]):
         n_text += f" ({int(best['n_trials'])} trials)"
-    significant = not _missing(best["_p"]) and float(best["_p"]) < alpha
+    significant = not is_missing(best["_p"]) and float(best["_p"]) < alpha
     verdict = "significant after Holm" if significant else "not significant after Holm"
     name = "Spearman ρ" if best["method"] == "spearman" else "Kendall τ"
     return (
@@ -415,45 +397,34 @@ def _caveats(
     n_confidence_flagged: int | None,
     exclude_flagged: bool,
 ) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
+    matched: list[str] = []
     pair: Any
     for pair in impact.pairs.itertuples(index=False):
         who = f"{pair.treatment} vs {pair.baseline}"
         n = int(pair.n_matched)
         if n < min_pairs:
-            out.append(
-                (
-                    "matched",
-                    f"Caveat: {who} has {_tasks(n)}, below the minimum of {min_pairs} "
-                    "for a test; its differences are described, not tested.",
-                )
+            matched.append(
+                f"Caveat: {who} has {_tasks(n)}, below the minimum of {min_pairs} "
+                "for a test; its differences are described, not tested."
             )
         if int(getattr(pair, "n_unmatched", 0) or 0):
-            out.append(
-                (
-                    "matched",
-                    f"Caveat: {int(pair.n_unmatched)} task(s) of {who} could not be matched "
-                    "and are not in the comparison (listed with the reason).",
-                )
+            matched.append(
+                f"Caveat: {int(pair.n_unmatched)} task(s) of {who} could not be matched "
+                "and are not in the comparison (listed with the reason)."
             )
         if int(getattr(pair, "n_flagged", 0) or 0):
-            out.append(
-                (
-                    "matched",
-                    f"Caveat: {int(pair.n_flagged)} of the {_tasks(n)} of {who} include "
-                    "errored or timed-out trials (kept: their reward is the verifier's).",
-                )
+            matched.append(
+                f"Caveat: {int(pair.n_flagged)} of the {_tasks(n)} of {who} include "
+                "errored or timed-out trials (kept: their reward is the verifier's)."
             )
         unverified = int(getattr(pair, "n_harness_unverified", 0) or 0)
         if unverified and not strict:
-            out.append(
-                (
-                    "matched",
-                    f"Caveat: {unverified} of the {_tasks(n)} of {who} have a harness "
-                    "version that could not be read (matched on what is known and flagged "
-                    "harness_version_unverified).",
-                )
+            matched.append(
+                f"Caveat: {unverified} of the {_tasks(n)} of {who} have a harness "
+                "version that could not be read (matched on what is known and flagged "
+                "harness_version_unverified)."
             )
+    out = [("matched", text) for text in matched]
     if n_confidence_flagged:
         what = "left out of every section" if exclude_flagged else "kept"
         out.append(
@@ -517,7 +488,7 @@ def answer_table(
     params: Mapping[str, Any] = impact.params or {}
     floor = int(min_pairs if min_pairs is not None else params.get("min_matched_pairs", 5) or 5)
     strict = bool(params.get("strict_harness_version", False))
-    metrics = [str(m) for m in params.get("metrics", []) if str(m) not in _OUTCOMES]
+    metrics = [str(m) for m in params.get("metrics", []) if str(m) not in OUTCOME_COLUMNS]
     rows: list[tuple[str, str, str]] = []
     if impact.pairs.empty:
         rows.append(("reward", _no_pair_sentence(impact), sections.matched))

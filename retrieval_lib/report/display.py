@@ -183,6 +183,8 @@ def _ci_groups(
     names = set(columns)
     groups = []
     for column in columns:
+        low: str | None
+        high: str | None
         n: str | None
         if column in ("mean", "mean_delta"):
             # a plain ``n`` column stays: it counts the row, not only this mean
@@ -192,21 +194,13 @@ def _ci_groups(
             low, high, n, label = f"{stem}_ci_low", f"{stem}_ci_high", f"{stem}_n", stem
         else:
             continue
-        has_ci = low in names and high in names
-        has_n = n is not None and n in names
-        trials = f"{n}_trials" if n is not None else None
-        has_trials = has_n and trials in names
-        if has_ci or has_n:
-            groups.append(
-                (
-                    column,
-                    low if has_ci else None,
-                    high if has_ci else None,
-                    n if has_n else None,
-                    trials if has_trials else None,
-                    label,
-                )
-            )
+        if not (low in names and high in names):
+            low = high = None
+        if n not in names:
+            n = None
+        trials = f"{n}_trials" if n is not None and f"{n}_trials" in names else None
+        if low or n:
+            groups.append((column, low, high, n, trials, label))
     return groups
 
 
@@ -454,14 +448,13 @@ def view(
     shown = frame.reset_index(drop=not named)
     columns = [str(c) for c in shown.columns]
     numeric = [_is_numeric(shown[c]) for c in shown.columns]
-    cells: list[list[str]] = []
     places = [0 if _is_count(c, shown[c]) else digits for c in shown.columns]
     p_columns = [_is_p_value(c) and _is_numeric(shown[c]) for c in shown.columns]
-    for row in shown.itertuples(index=False, name=None):
-        cells.append(
-            [
-                p_text(v, d) if is_p else _cell(v, d)
-                for v, d, is_p in zip(row, places, p_columns, strict=True)
-            ]
-        )
+    cells = [
+        [
+            p_text(v, d) if is_p else _cell(v, d)
+            for v, d, is_p in zip(row, places, p_columns, strict=True)
+        ]
+        for row in shown.itertuples(index=False, name=None)
+    ]
     return TableView(columns=columns, cells=cells, numeric=numeric, note=note)

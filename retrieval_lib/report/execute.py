@@ -18,13 +18,10 @@ from retrieval_lib.report.params import check_parameters, notebook_parameters
 
 __all__ = ["KERNEL_ARGUMENTS", "ReportResult", "render_report"]
 
-#: Command-line options of the kernel that executes a report. The kernel's own log (not
-#: the cells' output, which stays in the notebook) is silenced: at WARNING it tells every
-#: user that the kernel "is running over TCP without encryption", which is how a local
-#: kernel started by papermill always runs (ports on 127.0.0.1, an HMAC-signed session),
-#: and at ERROR it can report "KeyboardInterrupt caught in kernel" when papermill shuts the
-#: kernel down. Neither is anything a report reader can act on; a kernel that really fails
-#: ends the execution, and :func:`render_report` reports that as a ReportError.
+#: Command-line options of the report's kernel: its own log is silenced (the cells' output
+#: stays). It only ever says "running over TCP without encryption" (how papermill's local,
+#: HMAC-signed kernel always runs) or "KeyboardInterrupt caught" at shutdown; a kernel that
+#: fails ends the execution, which :func:`render_report` reports.
 KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=CRITICAL",)
 
 
@@ -36,17 +33,13 @@ class ReportResult:
     html: Path
 
 
-#: The id of the cell papermill inserts with the parameters. papermill gives that cell a
-#: random id, which the notebook and its HTML (``id`` attributes) would carry: two renders of
-#: the same input would then differ in bytes.
+#: The id of the cell papermill inserts with the parameters (its own is random, so two
+#: renders of the same input would differ in bytes).
 INJECTED_CELL_ID = "injected-parameters"
 
 
 def _strip_volatile_metadata(nb: Any) -> None:
-    """Drop what varies between two executions of the same input.
-
-    papermill's timestamps and durations go; the injected parameters cell gets a fixed id.
-    """
+    """Drop papermill's timestamps and durations; give the injected cell a fixed id."""
     nb.metadata.pop("papermill", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)

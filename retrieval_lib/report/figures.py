@@ -1,18 +1,12 @@
 """Figures of the reports: matplotlib/seaborn on the Agg backend, PNG only.
 
 Every function takes a table from :mod:`retrieval_lib.report.tables` (or
-:mod:`retrieval_lib.stats`, or a kb comparison's rows for ``plot_kb_*``) and returns a :class:`matplotlib.figure.Figure` laid out with
-constrained layout, or ``None`` when there is nothing to draw (the notebook then prints
-why). :func:`png` renders a figure to PNG bytes with ``bbox_inches="tight"`` so no label is
-cut off, and closes it; :func:`show` wraps those bytes for display in a notebook. Figures
-are never SVG: SVG output differs from run to run and is compared as text by nbval.
-
-Names from inputs (configs, tasks, tools) are labels, never math text: :func:`png` draws with
-matplotlib's math text off (``$^^$`` in a config name would otherwise fail the figure), and
-:func:`setup` / :func:`names_as_text` turn it off for figures a notebook draws itself.
-
-matplotlib and seaborn are imported inside the functions, so importing this module is
-cheap.
+:mod:`retrieval_lib.stats`, or a kb comparison's rows for ``plot_kb_*``) and returns a
+:class:`matplotlib.figure.Figure` (constrained layout), or ``None`` when there is nothing
+to draw (the notebook then prints why). :func:`png` renders PNG bytes (never SVG: its
+output differs from run to run, and nbval compares it as text); :func:`show` displays them.
+Names from inputs are labels, never math text (:func:`png`, :func:`names_as_text`).
+matplotlib and seaborn are imported inside the functions.
 
 Examples
 --------
@@ -195,6 +189,32 @@ def error_bars(low: pd.Series, mean: pd.Series, high: pd.Series) -> np.ndarray:
     return np.nan_to_num(np.vstack([lower, upper]), nan=0.0)
 
 
+def _side_by_side(
+    data: pd.DataFrame, by: str, index: str, order: list[Any]
+) -> list[tuple[Any, Any, pd.DataFrame, np.ndarray, float]]:
+    """Per value of ``by`` (sorted): the value, its colour, its rows indexed by ``order``
+    (values of ``index``), their positions on the category axis (the values side by side
+    within 0.8 around 0, 1, ...) and the width of one bar."""
+    names = sorted(data[by].unique())
+    colours = colours_for(names)
+    width = 0.8 / len(names)
+    return [
+        (
+            name,
+            colours[name],
+            data[data[by] == name].set_index(index).reindex(order),
+            np.arange(len(order)) + (j - (len(names) - 1) / 2) * width,
+            width,
+        )
+        for j, name in enumerate(names)
+    ]
+
+
+def _note(ax: Any, text: str, xy: Any, offset: tuple[float, float], **kwargs: Any) -> None:
+    """``text`` at ``offset`` points from ``xy``, in small type unless ``fontsize`` is given."""
+    ax.annotate(text, xy, xytext=offset, textcoords="offset points", **{"fontsize": 8, **kwargs})
+
+
 def plot_quality(
     quality: pd.DataFrame, *, title: str = "Retrieval quality per config"
 ) -> Figure | None:
@@ -207,13 +227,9 @@ def plot_quality(
     if data.empty:
         return None
     metrics = list(dict.fromkeys(data["metric"]))
-    configs = sorted(data["config_name"].unique())
-    colours = colours_for(configs)
-    fig, ax = new_figure(0.55 * len(metrics) * max(len(configs), 1) ** 0.5 + 1.6)
-    step = 0.8 / max(len(configs), 1)
-    for j, config in enumerate(configs):
-        rows = data[data["config_name"] == config].set_index("metric").reindex(metrics)
-        y = np.arange(len(metrics)) + (j - (len(configs) - 1) / 2) * step
+    groups = _side_by_side(data, "config_name", "metric", metrics)
+    fig, ax = new_figure(0.55 * len(metrics) * len(groups) ** 0.5 + 1.6)
+    for config, colour, rows, y, _ in groups:
         ok = rows["n"].notna().to_numpy()
         ax.errorbar(
             rows["mean"][ok],
@@ -221,26 +237,19 @@ def plot_quality(
             xerr=error_bars(rows["ci_low"], rows["mean"], rows["ci_high"])[:, ok],
             fmt="o",
             capsize=3,
-            color=colours[config],
+            color=colour,
             label=config,
         )
         for yy, (_, row) in zip(y[ok], rows[ok].iterrows(), strict=True):
-            ax.annotate(
-                n_label(row["n"], row.get("n_trials")),
-                (row["mean"], yy),
-                xytext=(6, 4),
-                textcoords="offset points",
-                fontsize=8,
-                color=colours[config],
+            _note(
+                ax, n_label(row["n"], row.get("n_trials")), (row["mean"], yy), (6, 4), color=colour
             )
     ax.set_yticks(range(len(metrics)), metrics)
     ax.invert_yaxis()
     ax.set_xlim(-0.05, 1.1)
     ax.set_xlabel("mean over tasks (bars: bootstrap CI over task means)")
     ax.set_title(title)
-    ax.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=max(len(configs), 1), frameon=False
-    )
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(groups), frameon=False)
     return fig
 
 
@@ -249,32 +258,20 @@ def plot_funnel(funnel: pd.DataFrame) -> Figure | None:
     data = funnel[funnel["n"] > 0]
     if data.empty:
         return None
-    configs = sorted(data["config_name"].unique())
     stages = list(dict.fromkeys(data["stage"]))
-    colours = colours_for(configs)
+    groups = _side_by_side(data, "config_name", "stage", stages)
     fig, axes = new_figure(3.6, ncols=2, sharex=True)
-    width = 0.8 / len(configs)
-    for ax, column, label in (
-        (axes[0], "mean_files", "files per trial"),
-        (axes[1], "mean_ground_truth_hits", "ground-truth files per trial"),
+    for ax, column, n_col, label in (
+        (axes[0], "mean_files", "n", "files per trial"),
+        (axes[1], "mean_ground_truth_hits", "n_with_ground_truth", "ground-truth files per trial"),
     ):
-        for j, config in enumerate(configs):
-            rows = data[data["config_name"] == config].set_index("stage").reindex(stages)
-            x = np.arange(len(stages)) + (j - (len(configs) - 1) / 2) * width
+        for config, colour, rows, x, width in groups:
             values = rows[column].to_numpy(dtype=float)
-            bars = ax.bar(x, np.nan_to_num(values), width, color=colours[config], label=config)
-            n_col = "n" if column == "mean_files" else "n_with_ground_truth"
+            bars = ax.bar(x, np.nan_to_num(values), width, color=colour, label=config)
             for bar, value, n in zip(bars, values, rows[n_col], strict=True):
                 text = "n/a" if math.isnan(value) else f"{value:.1f}\nn={int(n)}"
-                ax.annotate(
-                    text,
-                    (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    xytext=(0, 2),
-                    textcoords="offset points",
-                    ha="center",
-                    va="bottom",
-                    fontsize=8,
-                )
+                top = (bar.get_x() + bar.get_width() / 2, bar.get_height())
+                _note(ax, text, top, (0, 2), ha="center", va="bottom")
         ax.set_xticks(range(len(stages)), stages)
         ax.set_ylabel(label)
         ax.margins(y=0.25)
@@ -299,26 +296,14 @@ def plot_taxonomy(taxonomy: pd.DataFrame) -> Figure | None:
     data = taxonomy[taxonomy["n"] > 0]
     if data.empty:
         return None
-    configs = sorted(data["config_name"].unique())
     labels = list(dict.fromkeys(data["label"]))
-    colours = colours_for(configs)
-    fig, ax = new_figure(0.5 * len(labels) * len(configs) ** 0.5 + 1.6)
-    height = 0.8 / len(configs)
-    for j, config in enumerate(configs):
-        rows = data[data["config_name"] == config].set_index("label").reindex(labels)
-        y = np.arange(len(labels)) + (j - (len(configs) - 1) / 2) * height
-        bars = ax.barh(
-            y, rows["share_with_label"].fillna(0), height, color=colours[config], label=config
-        )
+    groups = _side_by_side(data, "config_name", "label", labels)
+    fig, ax = new_figure(0.5 * len(labels) * len(groups) ** 0.5 + 1.6)
+    for config, colour, rows, y, height in groups:
+        bars = ax.barh(y, rows["share_with_label"].fillna(0), height, color=colour, label=config)
         for bar, k, n in zip(bars, rows["trials_with_label"], rows["n"], strict=True):
-            ax.annotate(
-                f"{int(k)}/{int(n)}",
-                (bar.get_width(), bar.get_y() + bar.get_height() / 2),
-                xytext=(3, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=8,
-            )
+            end = (bar.get_width(), bar.get_y() + bar.get_height() / 2)
+            _note(ax, f"{int(k)}/{int(n)}", end, (3, 0), va="center")
     ax.set_yticks(range(len(labels)), [label.replace("_", " ") for label in labels])
     ax.invert_yaxis()
     ax.set_xlim(0, 1.15)
@@ -334,15 +319,9 @@ def plot_calibration(calibration: pd.DataFrame, metric: str) -> Figure | None:
     if data.empty:
         return None
     sizes = list(dict.fromkeys(data["candidate_set_size_slice"]))
-    kinds = sorted(data["evidence_type"].unique())
-    colours = colours_for(kinds)
-    fig, ax = new_figure(3.8, width=min(_WIDTH, 3.0 + 1.6 * len(sizes) * len(kinds)))
-    width = 0.8 / len(kinds)
-    for j, kind in enumerate(kinds):
-        rows = (
-            data[data["evidence_type"] == kind].set_index("candidate_set_size_slice").reindex(sizes)
-        )
-        x = np.arange(len(sizes)) + (j - (len(kinds) - 1) / 2) * width
+    groups = _side_by_side(data, "evidence_type", "candidate_set_size_slice", sizes)
+    fig, ax = new_figure(3.8, width=min(_WIDTH, 3.0 + 1.6 * len(sizes) * len(groups)))
+    for kind, colour, rows, x, width in groups:
         means = rows["mean"].to_numpy(dtype=float)
         bars = ax.bar(
             x,
@@ -350,7 +329,7 @@ def plot_calibration(calibration: pd.DataFrame, metric: str) -> Figure | None:
             width,
             yerr=error_bars(rows["ci_low"], rows["mean"], rows["ci_high"]),
             capsize=4,
-            color=colours[kind],
+            color=colour,
             label=f"evidence: {kind}",
         )
         trials = rows["n_trials"] if "n_trials" in rows else pd.Series(None, index=rows.index)
@@ -359,16 +338,9 @@ def plot_calibration(calibration: pd.DataFrame, metric: str) -> Figure | None:
         ):
             if math.isnan(mean):
                 continue
-            top = high if not math.isnan(high) else mean
-            ax.annotate(
-                f"{mean:.2f}\n" + n_label(n, k).replace(", ", "\n"),
-                (bar.get_x() + bar.get_width() / 2, top),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="center",
-                va="bottom",
-                fontsize=8,
-            )
+            top = (bar.get_x() + bar.get_width() / 2, high if not math.isnan(high) else mean)
+            text = f"{mean:.2f}\n" + n_label(n, k).replace(", ", "\n")
+            _note(ax, text, top, (0, 3), ha="center", va="bottom")
     ax.set_xticks(range(len(sizes)), [f"{s} candidate set" for s in sizes])
     ax.set_ylim(0, 1.3)
     ax.set_ylabel(f"mean {metric}")
@@ -391,16 +363,12 @@ def plot_correlation_heatmap(
     grids = [(g, r, m) for g, r, m in grids if not r.empty]
     if not any(np.isfinite(r.to_numpy(dtype=float)).any() for _, r, _ in grids):
         return None
-    if not grids:
-        return None
     n_rows = max(len(r.index) for _, r, _ in grids)
     fig, axes = new_figure(
         0.42 * n_rows + 2.2, ncols=len(grids), width=max(_WIDTH, 4.2 * len(grids)), squeeze=False
     )
     for ax, (group, r, marks) in zip(axes[0], grids, strict=True):
-        text = r.map(lambda v: "" if math.isnan(v) else f"{v:+.2f}") + marks.map(
-            lambda m: "n/a" if m == "n/a" else m
-        )
+        text = r.map(lambda v: "" if math.isnan(v) else f"{v:+.2f}") + marks
         sns.heatmap(
             r,
             ax=ax,
@@ -472,14 +440,8 @@ def plot_paired_deltas(comparisons: pd.DataFrame, metrics: list[str]) -> Figure 
             capsize=3,
         )
         for yy, (_, row) in zip(y, sub.iterrows(), strict=True):
-            ax.annotate(
-                f"n={int(row['n'])}, {int(row['wins'])}W/{int(row['losses'])}L",
-                (row["mean_delta"], yy),
-                xytext=(0, 6),
-                textcoords="offset points",
-                ha="center",
-                fontsize=8,
-            )
+            text = f"n={int(row['n'])}, {int(row['wins'])}W/{int(row['losses'])}L"
+            _note(ax, text, (row["mean_delta"], yy), (0, 6), ha="center")
         ax.axvline(0, color="grey", lw=1)
         ax.set_yticks(y, list(sub.index))
         ax.invert_yaxis()
@@ -571,20 +533,11 @@ def plot_kb_metric_deltas(metrics: pd.DataFrame) -> Figure | None:
                 capsize=4,
             )
             label = f"p={row['wilcoxon_p']:.3f}" if pd.notna(row["wilcoxon_p"]) else "all deltas 0"
-            ax.annotate(
-                label, (row["ci_high"], y), xytext=(6, -3), textcoords="offset points", fontsize=9
-            )
+            _note(ax, label, (row["ci_high"], y), (6, -3), fontsize=9)
         elif pd.notna(row["delta"]):
             ax.plot(row["delta"], y, "s", color="#999999")
         else:
-            ax.annotate(
-                "null",
-                (0, y),
-                xytext=(6, -3),
-                textcoords="offset points",
-                fontsize=9,
-                color="#999999",
-            )
+            _note(ax, "null", (0, y), (6, -3), fontsize=9, color="#999999")
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_yticks(list(positions), [plot_label(m) for m in metrics.index])
     ax.margins(x=0.12)

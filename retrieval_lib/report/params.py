@@ -1,7 +1,7 @@
 """Notebook parameters: one typed schema, the ``parameters`` cell, YAML files, checks.
 
 Every parameter of a shipped notebook is a :class:`Parameter` of :data:`SCHEMAS` (type,
-default, help, unit, range, choices, whether it is a path). From it come the notebook's
+default, help, range, choices, whether it is a path). From it come the notebook's
 ``parameters`` cell (:func:`render_parameter_cell`; a test asserts the committed cells
 and ``params/template.yaml`` / ``params/study.yaml`` agree), the check of a parameter
 file (:func:`check_parameters`, before anything runs) and the command-line options that
@@ -10,21 +10,12 @@ set the same quantity (:meth:`Parameter.cli_type`: ``impact --seed``, ``--n-boot
 everywhere.
 
 papermill only warns about unknown parameter names; we refuse them (with "did you
-mean" suggestions), and we check each value against the annotation of its line in the
-notebook's ``parameters`` cell (``run_dir: str = ""  # help``; ``Optional[X]`` also
-takes None), as papermill's own parser reads the cell, then against the schema's range
-and choices. Numbers may be written in any YAML form: ``5e-2`` (a string for PyYAML's
-YAML 1.1 rules) is read as 0.05, and an integral float (``1e4``) is accepted where an
-integer is expected.
+mean" suggestions) and check each value against the annotation of its line in the
+``parameters`` cell, as papermill's own parser reads it, then against the schema
+(:func:`check_parameters`). Relative paths in a parameter file resolve against the
+file's folder (:func:`load_params_file`).
 
-Relative paths in a parameter file (every parameter whose :attr:`Parameter.path` is
-true: ``run_dir``, ``tasks_root``, ``output_dir``, ``study_manifest``, ``db_path``)
-resolve against the folder of the parameter file, never against the working directory
-or the output folder (:func:`load_params_file`).
-
-Why one module of this length: about 170 of its lines are :data:`SCHEMAS`, the
-declaration of every notebook parameter (data, not logic), beside the code that checks
-against it.
+Its length is mostly :data:`SCHEMAS`, the declaration of every notebook parameter (data).
 
 Examples
 --------
@@ -70,7 +61,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Parameter:
-    """One parameter of the schema: what it is, its unit, range and choices.
+    """One parameter of the schema: what it is, its range and choices.
 
     ``minimum``/``maximum`` bound a number (``exclusive`` makes both bounds strict);
     ``choices`` lists the allowed strings; ``path`` marks a file or folder, which a
@@ -90,7 +81,6 @@ class Parameter:
     type: str  # "str", "int", "float", "bool" or "dict" (of str to str)
     default: Any
     help: str
-    unit: str = ""
     minimum: float | None = None
     maximum: float | None = None
     exclusive: bool = False
@@ -246,7 +236,6 @@ N_BOOT = Parameter(
     "int",
     2000,
     "bootstrap resamples for every CI of a mean and of a paired delta",
-    unit="resamples",
     minimum=1,
 )
 ALPHA = Parameter(
@@ -254,7 +243,6 @@ ALPHA = Parameter(
     "float",
     0.05,
     "significance level of adjusted p-values; mean CIs are 1 - alpha intervals",
-    unit="probability",
     minimum=0,
     maximum=1,
     exclusive=True,
@@ -264,7 +252,6 @@ MIN_PAIRS = Parameter(
     "int",
     3,
     "fewest matched tasks for a paired test (below it the deltas are shown, untested)",
-    unit="tasks",
     minimum=1,
 )
 
@@ -472,13 +459,17 @@ def check_schema(values: Mapping[str, Any], notebook: str) -> dict[str, Any]:
     retrieval_lib.errors.ReportError: unknown parameter(s) for study: 'Alpha' (did you mean 'alpha'?); known: study_manifest, output_dir, config_map, baseline, treatment, reference_family, all_pairs, seed, n_boot, alpha, min_pairs, exclude_flagged, strict_harness_version, timeline_tasks, timeline_x
     """
     schema = {p.name: p for p in SCHEMAS[notebook]}
-    unknown = sorted(set(values) - set(schema))
-    if unknown:
-        described = ", ".join(f"{name!r}{hint(name, schema)}" for name in unknown)
-        raise ReportError(
-            f"unknown parameter(s) for {notebook}: {described}; known: {', '.join(schema)}"
-        )
+    _refuse_unknown(values, schema, notebook)
     return {name: schema[name].check(value, where=notebook) for name, value in values.items()}
+
+
+def _refuse_unknown(values: Mapping[str, Any], known: Mapping[str, Any], notebook: str) -> None:
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        described = ", ".join(f"{name!r}{hint(name, known)}" for name in unknown)
+        raise ReportError(
+            f"unknown parameter(s) for {notebook}: {described}; known: {', '.join(known)}"
+        )
 
 
 def render_parameter_cell(notebook: str) -> str:
@@ -622,12 +613,7 @@ def check_parameters(
     ``run_analysis.ipynb``) it is also checked against :data:`SCHEMAS` (range, choices)
     and converted (``"5e-2"`` -> 0.05, ``1e4`` -> 10000). Returns a new dict.
     """
-    unknown = sorted(set(values) - set(spec))
-    if unknown:
-        described = ", ".join(f"{name!r}{hint(name, spec)}" for name in unknown)
-        raise ReportError(
-            f"unknown parameter(s) for {notebook}: {described}; known: {', '.join(spec)}"
-        )
+    _refuse_unknown(values, spec, notebook)
     schema = {p.name: p for p in SCHEMAS.get(Path(notebook).stem, ())}
     checked: dict[str, Any] = {}
     for name, value in values.items():

@@ -37,15 +37,10 @@ __all__ = [
     "run_pipeline",
 ]
 
-#: Notebook parameters that ``run_pipeline`` also hands to the impact analysis (as
-#: ``run_impact`` keyword arguments), so ``retrieval_impact.json`` matches the report.
-IMPACT_PARAMETERS: dict[str, str] = {
-    "seed": "seed",
-    "n_boot": "n_boot",
-    "baseline": "baseline",
-    "treatment": "treatment",
-    "strict_harness_version": "strict_harness_version",
-}
+#: Notebook parameters that ``run_pipeline`` also hands to the impact analysis (the
+#: ``run_impact`` keyword arguments of the same names), so ``retrieval_impact.json``
+#: matches the report.
+IMPACT_PARAMETERS = ("seed", "n_boot", "baseline", "treatment", "strict_harness_version")
 _MANIFEST = "synth_manifest.json"
 
 
@@ -144,17 +139,7 @@ def example_run(out_dir: str | Path | None = None) -> Path:
     from retrieval_lib.metrics.summary import evaluate_run
     from retrieval_lib.normalize import normalize_paths
 
-    if out_dir is None:
-        import atexit
-        import tempfile
-
-        out = Path(tempfile.mkdtemp(prefix="retrieval_lib-example-"))
-        atexit.register(shutil.rmtree, out, True)
-    else:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-    source = bundled_examples()
-    runs, tasks = source if source is not None else prepare_example_runs(out / "example_data")
+    out, (runs, tasks) = _example_data(out_dir, "retrieval_lib-example-")
     norm = normalize_paths([runs], tasks, out=out / "runs")
     counts = {Path(run).name: n for run, n in norm.documents_by_run.items()}
     if not counts:
@@ -165,21 +150,28 @@ def example_run(out_dir: str | Path | None = None) -> Path:
     return run_dir
 
 
-def example_study(out_dir: str | Path | None = None, options: StudyOptions | None = None) -> Study:
-    """The study of every bundled example run (normalised into ``out_dir``, default a
-    temporary folder removed at exit). The notebook uses it when no manifest is given."""
-    import atexit
-    import tempfile
-
-    from retrieval_lib.study import load
-
+def _example_data(out_dir: str | Path | None, prefix: str) -> tuple[Path, tuple[Path, Path]]:
+    """``out_dir`` made (default: a temporary folder removed at exit) and the example's
+    (runs, tasks_root): the shipped ones, else generated into ``out_dir/example_data``."""
     if out_dir is None:
-        out = Path(tempfile.mkdtemp(prefix="retrieval_lib-study-"))
+        import atexit
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix=prefix))
         atexit.register(shutil.rmtree, out, True)
     else:
         out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
     source = bundled_examples()
-    runs, tasks = source if source is not None else prepare_example_runs(out / "example_data")
+    return out, source if source is not None else prepare_example_runs(out / "example_data")
+
+
+def example_study(out_dir: str | Path | None = None, options: StudyOptions | None = None) -> Study:
+    """The study of every bundled example run (normalised into ``out_dir``, default a
+    temporary folder removed at exit). The notebook uses it when no manifest is given."""
+    from retrieval_lib.study import load
+
+    out, (runs, tasks) = _example_data(out_dir, "retrieval_lib-study-")
     return load([runs], tasks_root=tasks, out=out / "runs", options=options)
 
 
@@ -304,9 +296,7 @@ def _impact_options(values: dict[str, Any]) -> dict[str, Any]:
 
     effective = {**schema_defaults("run_analysis"), **values}
     return {
-        arg: effective[name]
-        for name, arg in IMPACT_PARAMETERS.items()
-        if effective.get(name) not in (None, "")
+        name: effective[name] for name in IMPACT_PARAMETERS if effective.get(name) not in (None, "")
     }
 
 

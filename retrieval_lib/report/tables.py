@@ -20,8 +20,7 @@ or from :mod:`retrieval_lib.metrics` / :mod:`retrieval_lib.stats`. Conventions:
   run's ``retrieval_impact.json`` (:func:`retrieval_lib.stats.impact.impact_for_run`);
 * :func:`write_tables` is the only writer, atomically, and only when asked.
 
-Why one module of this length: one small function per table the run-analysis notebook
-shows (19, none over 60 lines), all under the conventions above.
+One small function per table the run-analysis notebook shows, all under these conventions.
 
 Examples
 --------
@@ -45,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.stats.columns import KEY_METRICS
+from retrieval_lib.stats.columns import KEY_METRICS, OUTCOME_COLUMNS
 from retrieval_lib.stats.means import MEAN_CI_COLUMNS, mean_ci_row, row_tasks
 
 __all__ = [
@@ -72,8 +71,6 @@ __all__ = [
     "write_tables",
 ]
 
-# KEY_METRICS (imported from retrieval_lib.stats.columns): the retrieval metrics the
-# report shows, the same family the impact analysis correlates and compares by default.
 #: The four utilisation probes (contracts §3 column names).
 UTIL_METRICS: tuple[str, ...] = (
     "util.read_overlap",
@@ -81,14 +78,8 @@ UTIL_METRICS: tuple[str, ...] = (
     "util.write_overlap_expected_edit",
     "util.read_before_write_ratio",
 )
-#: Outcomes the report relates retrieval to, in display order.
-OUTCOMES: tuple[str, ...] = (
-    "reward",
-    "passed",
-    "cost_usd",
-    "agent_execution_seconds",
-    "total_tokens",
-)
+#: Outcomes the report relates retrieval to, in display order (the statistics' outcomes).
+OUTCOMES: tuple[str, ...] = OUTCOME_COLUMNS
 _FUNNEL_STAGES: tuple[str, ...] = ("surfaced", "read", "edited")
 _TAXONOMY_PREFIX = "taxonomy."
 
@@ -173,6 +164,12 @@ def present(table: pd.DataFrame, columns: Iterable[str]) -> list[str]:
     ['a', 'b']
     """
     return [c for c in columns if c in table.columns]
+
+
+def _configs(table: pd.DataFrame) -> list[tuple[str, pd.Series]]:
+    """Each config of ``table`` (as text, sorted) with the mask of its rows."""
+    names = table["config_name"].astype(str)
+    return [(c, names == c) for c in sorted(table["config_name"].dropna().astype(str).unique())]
 
 
 # --------------------------------------------------------------------------- coverage
@@ -312,13 +309,11 @@ def quality_by_config(
     """
     rows = []
     tasks = row_tasks(table)
-    for config in sorted(table["config_name"].dropna().astype(str).unique()):
-        in_config = table["config_name"].astype(str) == config
-        group = table[in_config]
+    for config, in_config in _configs(table):
         for metric in present(table, metrics):
             rows.append(
                 {"config_name": config, "metric": metric}
-                | mean_ci_row(group[metric], alpha, n_boot, seed, tasks[in_config])
+                | mean_ci_row(table.loc[in_config, metric], alpha, n_boot, seed, tasks[in_config])
             )
     return pd.DataFrame(rows, columns=["config_name", "metric", *MEAN_CI_COLUMNS])
 
@@ -343,8 +338,8 @@ def funnel_table(table: pd.DataFrame) -> pd.DataFrame:
     [['surfaced', 2, 3.0, 2.0], ['read', 2, 1.5, 1.0], ['edited', 2, 0.5, 1.0]]
     """
     rows = []
-    for config in sorted(table["config_name"].dropna().astype(str).unique()):
-        group = table[table["config_name"].astype(str) == config]
+    for config, in_config in _configs(table):
+        group = table[in_config]
         for stage in _FUNNEL_STAGES:
             files = pd.to_numeric(group[f"funnel.{stage}_files"], errors="coerce").dropna()
             hits = pd.to_numeric(group[f"funnel.{stage}_gt_hits"], errors="coerce").dropna()
@@ -391,8 +386,8 @@ def taxonomy_table(table: pd.DataFrame) -> pd.DataFrame:
     """
     labels = [c for c in table.columns if c.startswith(_TAXONOMY_PREFIX)]
     rows = []
-    for config in sorted(table["config_name"].dropna().astype(str).unique()):
-        group = table[table["config_name"].astype(str) == config]
+    for config, in_config in _configs(table):
+        group = table[in_config]
         for column in labels:
             counts = pd.to_numeric(group[column], errors="coerce").dropna()
             n = int(counts.size)
@@ -652,8 +647,7 @@ def overview_table(summary: Mapping[str, Any]) -> pd.DataFrame:
     by_config = counts.get("by_config") or {}
     index = [*sorted(by_config), "(all)"]
     data = [row(by_config[c]) for c in sorted(by_config)] + [row(counts)]
-    frame = pd.DataFrame(data, index=pd.Index(index, name="config_name"), columns=columns)
-    return frame
+    return pd.DataFrame(data, index=pd.Index(index, name="config_name"), columns=columns)
 
 
 def write_tables(frames: Mapping[str, pd.DataFrame], out_dir: str | Path) -> list[Path]:
