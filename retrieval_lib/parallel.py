@@ -32,7 +32,6 @@ __all__ = [
     "Mapper",
     "pool_mapper",
     "die_with_parent",
-    "executor_for",
     "process_pool",
     "run_chunk",
     "task_failure",
@@ -194,11 +193,6 @@ def windowed_map(
             future.cancel()
 
 
-def executor_for(workers: int) -> Executor:
-    """:func:`process_pool` of ``workers`` processes, or :class:`InlineExecutor` for one."""
-    return process_pool(workers) if workers > 1 else InlineExecutor()
-
-
 class Mapper:
     """Where many runs' work runs: an executor, items per task, tasks in flight.
 
@@ -244,12 +238,8 @@ class Mapper:
         self.window = window
         self.batch_size = batch_size
         self.progress = progress
-        #: Tasks submitted by the last map (for tests and benchmarks).
+        #: Tasks of the last map (for tests and benchmarks).
         self.last_tasks = 0
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """One task: ``fn(*args)`` on the executor."""
-        return self.executor.submit(fn, *args)
 
     def imap_batches(
         self,
@@ -262,19 +252,11 @@ class Mapper:
         """:func:`windowed_map` on this mapper's executor and window; ``batch_size``
         items per task (default: the mapper's)."""
         size = batch_size or self.batch_size or self.default_batch
-        drawn = 0
-
-        def counted() -> Iterator[Any]:
-            nonlocal drawn
-            for item in items:
-                drawn += 1
-                yield item
-
         self.last_tasks = 0
         for batch, results in windowed_map(
-            self.executor, fn, counted(), chunksize=size, window=self.window, on_error=on_error
+            self.executor, fn, items, chunksize=size, window=self.window, on_error=on_error
         ):
-            self.last_tasks = -(-drawn // size)
+            self.last_tasks += 1
             yield batch, results
 
     def imap_unordered(
@@ -295,8 +277,8 @@ class Mapper:
 
 @contextlib.contextmanager
 def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
-    """A :class:`Mapper` on :func:`executor_for` ``workers`` (in process for one), at most
-    ``4 * workers`` tasks in flight; the pool is shut down on exit.
+    """A :class:`Mapper` on a :func:`process_pool` of ``workers`` (:class:`InlineExecutor`
+    for one), at most ``4 * workers`` tasks in flight; the pool is shut down on exit.
 
     Examples
     --------
@@ -304,5 +286,6 @@ def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
     ...     sorted(result for _, result in mapper.imap_unordered(abs, range(-3, 0)))
     [1, 2, 3]
     """
-    with executor_for(workers) as executor:
+    executor = process_pool(workers) if workers > 1 else InlineExecutor()
+    with executor:
         yield Mapper(executor, window=4 * workers if workers > 1 else 1, progress=progress)

@@ -1,19 +1,16 @@
 """Normalise and evaluate many runs on a :class:`~retrieval_lib.parallel.Mapper`: the one
 way the CLI and the study run them, on the process pool or a Dask cluster alike.
 
-One rule sizes the work: a run of at most :data:`WHOLE_RUN_TRIALS` trials (or the
-mapper's ``batch_size``) is one task, discovered, planned, normalised (and, for a study,
-evaluated) by the single-process functions where the task runs, so the driver neither
-reads its ``result.json`` files nor handles its trials one by one; a larger run is spread
-over the tasks by trial, planned here one run at a time, and evaluated as soon as its
-last trial is back. Evaluating, a run of at most :data:`EVALUATE_BATCH` documents is one
-task; a larger one is one task on the process pool and, on a Dask cluster (which keeps
-each document's summary record where it was computed), split in batches
-(:func:`retrieval_lib.distributed.evaluate_split_runs`).
-
-Every run's evaluation is an :class:`~retrieval_lib.metrics.summary.EvaluateResult`
-without its list of metrics files, or the :class:`~retrieval_lib.errors.RetrievalLibError`
-that stopped it: the driver holds counts and paths, not records.
+One rule sizes the work (``docs/scale-out.md``): a run of at most
+:data:`WHOLE_RUN_TRIALS` trials (or the mapper's ``batch_size``) is one task, normalised
+(and, for a study, evaluated) where the task runs, so the driver never reads its
+``result.json`` files; a larger run is spread over the tasks by trial, planned here one run
+at a time, and evaluated as soon as its last trial is back. A run of at most
+:data:`EVALUATE_BATCH` documents is evaluated by one task; a larger one too on the process
+pool, and split in batches on a Dask cluster
+(:func:`retrieval_lib.distributed.evaluate_split_runs`). Every run's evaluation is an
+:class:`~retrieval_lib.metrics.summary.EvaluateResult` without its list of metrics files, or
+the :class:`~retrieval_lib.errors.RetrievalLibError` that stopped it.
 
 Examples
 --------
@@ -150,6 +147,13 @@ def evaluate_many(
         return task_failure(exc)
 
     next_out = 0
+
+    def in_order() -> Iterator[Evaluation]:
+        nonlocal next_out
+        while next_out in ready:
+            yield ready.pop(next_out)
+            next_out += 1
+
     try:
         evaluate = partial(_evaluate_item, ks=ks)
         for item, result in mapper.imap_unordered(evaluate, whole, batch_size=1, on_error=failed):
@@ -158,17 +162,11 @@ def evaluate_many(
                 remove_orphaned_temporaries([outcome.events_dir])
             if bar is not None:
                 bar.update(item[2] or getattr(outcome, "documents", 0))
-            while next_out in ready:
-                yield ready.pop(next_out)
-                next_out += 1
+            yield from in_order()
         for i, result in _evaluate_split(paths, split, ks, mapper, bar, ready) if split else ():
             ready[i] = _outcome(result)
-            while next_out in ready:
-                yield ready.pop(next_out)
-                next_out += 1
-        while next_out < len(paths):
-            yield ready.pop(next_out)
-            next_out += 1
+            yield from in_order()
+        yield from in_order()  # runs whose documents could not be listed
     finally:
         if bar is not None:
             bar.close()
@@ -352,7 +350,7 @@ def _normalize_by_trial(
         if ks is None or documents == 0:
             return
         if documents <= size or not mapper.splits_runs:
-            in_flight[Path(run)] = mapper.submit(evaluate_one, out_root.resolve(), ks)
+            in_flight[Path(run)] = mapper.executor.submit(evaluate_one, out_root.resolve(), ks)
         else:
             split[Path(run)] = out_root
 
