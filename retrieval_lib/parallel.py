@@ -24,8 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import KW_ONLY, dataclass, field
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "InlineExecutor",
@@ -163,11 +164,8 @@ def windowed_map(
     task = functools.partial(run_chunk, fn)
     pending: dict[Future[list[Any]], list[J]] = {}
 
-    def limit() -> int:
-        return max(1, window() if callable(window) else window)
-
     def fill() -> None:
-        wanted = limit()
+        wanted = max(1, window() if callable(window) else window)
         while len(pending) < wanted:
             chunk = list(islice(stream, chunksize))
             if not chunk:
@@ -193,6 +191,7 @@ def windowed_map(
             future.cancel()
 
 
+@dataclass(eq=False)
 class Mapper:
     """Where many runs' work runs: an executor, items per task, tasks in flight.
 
@@ -221,25 +220,18 @@ class Mapper:
     """
 
     #: Items per task when neither the mapper nor the call says.
-    default_batch = 8
+    default_batch: ClassVar[int] = 8
     #: Whether a large run's evaluation is split over several tasks (the records of its
     #: documents then stay where they were computed): only a Dask cluster can.
-    splits_runs = False
+    splits_runs: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        executor: Executor,
-        *,
-        window: int | Callable[[], int],
-        batch_size: int | None = None,
-        progress: bool = False,
-    ):
-        self.executor = executor
-        self.window = window
-        self.batch_size = batch_size
-        self.progress = progress
-        #: Tasks of the last map (for tests and benchmarks).
-        self.last_tasks = 0
+    executor: Executor
+    _: KW_ONLY
+    window: int | Callable[[], int]
+    batch_size: int | None = None
+    progress: bool = False
+    #: Tasks of the last map (for tests and benchmarks).
+    last_tasks: int = field(default=0, init=False)
 
     def imap_batches(
         self,
