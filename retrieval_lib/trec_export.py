@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,9 +92,7 @@ def _trial_of(doc: Mapping[str, Any]) -> _Trial:
 
 
 def _qids(trials: list[_Trial]) -> list[str]:
-    per_task: dict[str, int] = {}
-    for trial in trials:
-        per_task[trial.task] = per_task.get(trial.task, 0) + 1
+    per_task = Counter(trial.task for trial in trials)
     qids: list[str] = []
     seen: set[str] = set()
     for trial in trials:
