@@ -123,7 +123,6 @@ def evaluate_many(
 
     ks = normalize_k(k)
     size = _evaluate_batch(mapper)
-    bar = _progress_bar(None, "document") if mapper.progress else None
     paths = list(paths)
     whole: list[tuple[int, Path, int]] = []
     split: list[int] = []
@@ -154,22 +153,18 @@ def evaluate_many(
             yield ready.pop(next_out)
             next_out += 1
 
-    try:
+    with _progress_bar(mapper.progress, None, "document") as bar:
         evaluate = partial(_evaluate_item, ks=ks)
         for item, result in mapper.imap_unordered(evaluate, whole, batch_size=1, on_error=failed):
             ready[item[0]] = outcome = _outcome(result)
             if isinstance(outcome, EvaluateResult):
                 remove_orphaned_temporaries([outcome.events_dir])
-            if bar is not None:
-                bar.update(item[2] or getattr(outcome, "documents", 0))
+            bar.update(item[2] or getattr(outcome, "documents", 0))
             yield from in_order()
         for i, result in _evaluate_split(paths, split, ks, mapper, bar, ready) if split else ():
             ready[i] = _outcome(result)
             yield from in_order()
         yield from in_order()  # runs whose documents could not be listed
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 def _evaluate_item(item: tuple[int, Path, int], ks: Sequence[int]) -> EvaluateResult | str:
@@ -200,7 +195,7 @@ def _evaluate_split(
         ks,
         mapper=cast(DaskMapper, mapper),  # only a DaskMapper splits runs
         size=_evaluate_batch(mapper),
-        on_done=bar.update if bar is not None else None,
+        on_done=bar.update,
     )
 
 
@@ -241,20 +236,15 @@ def normalize_many(
     results: dict[Path, Evaluation] = {}
     try:
         if small:
-            bar = _progress_bar(sum(n for _, n in small)) if progress else None
             whole = partial(_whole_run, tasks_root=root, out=out_abs, ks=ks)
-            try:
+            with _progress_bar(progress, sum(n for _, n in small)) as bar:
                 for (run, n), (part, evaluation) in mapper.imap_unordered(
                     whole, small, batch_size=1, on_error=_failed_run
                 ):
                     report.merge(part)
                     if evaluation is not None:
                         results[run] = _outcome(evaluation)
-                    if bar is not None:
-                        bar.update(n)
-            finally:
-                if bar is not None:
-                    bar.close()
+                    bar.update(n)
         if large:
             part, evaluated = _normalize_by_trial(large, root, mapper, out_abs, ks, progress)
             report.merge(part)
@@ -372,7 +362,8 @@ def _normalize_by_trial(
     return report, results
 
 
-def _progress_bar(total: int | None, unit: str = "trial") -> Any:
+def _progress_bar(shown: bool, total: int | None, unit: str = "trial") -> Any:
+    """A tqdm bar on stderr; a disabled one (shows nothing) unless ``shown``."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False)
+    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False, disable=not shown)
