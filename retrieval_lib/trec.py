@@ -358,18 +358,15 @@ def evaluate(
             computable = values[table.computable]
             alls.append(float(computable.mean()) if computable.size else math.nan)
         columns.append(values)
-    n_queries, n_measures = len(qids), len(labels)
-    per_query = pd.DataFrame(
+    n_queries, names = len(qids), np.array(measure_names, dtype=object)
+    per_query = np.column_stack(columns).ravel() if n_queries else np.zeros(0)
+    frame = pd.DataFrame(
         {
-            "measure": np.tile(np.array(measure_names, dtype=object), n_queries),
-            "qid": np.repeat(np.array(qids, dtype=object), n_measures),
-            "value": (np.column_stack(columns).ravel() if n_queries and columns else np.zeros(0)),
+            "measure": np.concatenate([np.tile(names, n_queries), names]),
+            "qid": [*np.repeat(np.array(qids, dtype=object), len(names)), *["all"] * len(names)],
+            "value": np.concatenate([per_query, alls]),
         }
-    )
-    all_rows = pd.DataFrame({"measure": measure_names, "qid": "all", "value": alls})
-    frame = pd.concat([per_query, all_rows], ignore_index=True)
-    frame["measure"] = frame["measure"].astype(object)
-    frame["qid"] = frame["qid"].astype(object)
+    ).astype({"measure": object, "qid": object})
     not_computable = tuple(
         str(qid) for qid, ok in zip(qids, table.computable.tolist(), strict=True) if not ok
     )
