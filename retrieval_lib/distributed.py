@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.parallel import Mapper, task_failure
 
 if TYPE_CHECKING:
@@ -97,14 +98,10 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        from retrieval_lib.errors import InputError
-
         raise InputError(
             "--scheduler/--dask-workers need Dask: pip install 'retrieval_lib[dask]'"
         ) from exc
     if spec.scheduler is not None:
-        from retrieval_lib.errors import InputError
-
         try:
             client = Client(spec.scheduler, timeout=spec.timeout)
         except (OSError, TimeoutError) as exc:
@@ -311,7 +308,6 @@ def _submit_last_task(client: Any, run: _SplitRun) -> Any:
 def _run_result(future: Any, run: _SplitRun) -> EvaluateResult | str:
     """The result of a run's last task (a string: why it failed); its futures released."""
     from retrieval_lib.completion import remove_orphaned_temporaries
-    from retrieval_lib.errors import RetrievalLibError
 
     try:
         result: EvaluateResult | str = future.result()

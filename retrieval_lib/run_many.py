@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -313,8 +313,7 @@ def _failed_trial(trial: Any, task_name: str, exc: BaseException) -> Any:
 
 
 def _failed_output(job: tuple[Any, ...], exc: BaseException) -> Any:
-    trial, result = job[0], job[1]
-    return _failed_trial(trial, result.task_name, exc)
+    return _failed_trial(job[0], job[1].task_name, exc)  # job: (trial, its result, ...)
 
 
 def _normalize_by_trial(
@@ -344,9 +343,7 @@ def _normalize_by_trial(
         else:
             split[Path(run)] = out_root
 
-    def map_fn(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-        return mapper.imap_unordered(fn, jobs, on_error=_failed_output)
-
+    map_fn = partial(mapper.imap_unordered, on_error=_failed_output)
     try:
         report = normalize_paths(
             runs, tasks_root, out=out, progress=progress, map_fn=map_fn, on_run_done=run_done
