@@ -64,6 +64,8 @@ DATASET_NAME = "retrieval_metrics_dataset"
 IMPACT_NAME = "retrieval_impact.json"
 #: The study's per-run tables (``events.study_rows``), written by ``evaluate``.
 STUDY_NAMES = ("study_events.parquet", "study_trials.parquet")
+#: The run-level files (the dataset folder apart): removed by a new normalisation.
+_RUN_FILES = (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, *STUDY_NAMES)
 
 
 class IncompleteOutputError(InputError):
@@ -139,7 +141,7 @@ def begin_normalize(
     folder = Path(events_dir)
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder, _new_record(run, tasks_root, {"complete": False}))
-    for name in (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, *STUDY_NAMES):
+    for name in _RUN_FILES:
         (folder / name).unlink(missing_ok=True)
     if (folder / DATASET_NAME).is_dir() and not (folder / DATASET_NAME).is_symlink():
         shutil.rmtree(folder / DATASET_NAME, ignore_errors=True)
@@ -395,7 +397,7 @@ def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
     completion record are removed; others are kept. Call only when no writer is active
     under ``roots``.
     """
-    run_files = {SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, COMPLETION_FILENAME, *STUDY_NAMES}
+    run_files = {*_RUN_FILES, COMPLETION_FILENAME}
     removed = 0
     for root in roots:
         base = Path(root)
