@@ -1,22 +1,12 @@
 """The completion record of a run's outputs: what was written, by which code, from what.
 
 Every ``retrieval_events`` folder that ``normalize`` or ``evaluate`` writes carries
-``completion_record.json`` (format: ``docs/contracts.md`` §6). Each step first marks its
-part *incomplete* (before it writes any output), then writes its files, then writes the
-record again, last and atomically, naming every file it wrote with its size (and, for the
-run-level files, a SHA-256). So a step killed half-way, or outputs changed afterwards
-(a truncated document or table), are seen by the next command:
-
-* ``evaluate`` refuses a run whose normalisation is incomplete or whose documents do not
-  match the record (:func:`check_normalized`);
-* ``impact``, ``report`` and ``study`` refuse a run whose evaluation is incomplete or whose
-  files do not match (:func:`check_evaluated`, called by
-  :func:`retrieval_lib.metrics.table_files.find_metrics_tables`); ``study`` redoes its own runs
-  instead (:func:`problem`).
-
-A new normalisation removes the run-level outputs of an earlier evaluation (summary,
-table, dataset, impact), which no longer describe the documents. A folder without a
-record (documents made by hand or by older code) is read as it is.
+``completion_record.json`` (format, writers and checkers: ``docs/contracts.md`` §6). Each
+step marks its part incomplete before it writes any output and writes the record again
+last, naming every file it wrote with its size (the run-level files with a SHA-256 too),
+so a step killed half-way, or outputs changed afterwards, are refused by the next command
+(:func:`check_normalized`, :func:`check_evaluated`) or redone by ``study``
+(:func:`problem`). A folder without a record is read as it is.
 
 Examples
 --------
@@ -74,6 +64,8 @@ DATASET_NAME = "retrieval_metrics_dataset"
 IMPACT_NAME = "retrieval_impact.json"
 #: The study's per-run tables (``events.study_rows``), written by ``evaluate``.
 STUDY_NAMES = ("study_events.parquet", "study_trials.parquet")
+#: The run-level files (the dataset folder apart): removed by a new normalisation.
+_RUN_FILES = (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, *STUDY_NAMES)
 
 
 class IncompleteOutputError(InputError):
@@ -104,14 +96,10 @@ def read_record(events_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """
     path = Path(events_dir) / COMPLETION_FILENAME
     try:
-        text = path.read_text(encoding="utf-8")
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except OSError:
-        return {"record_version": RECORD_VERSION, "normalize": {"complete": False}}
-    try:
-        data = json.loads(text)
-    except ValueError:
+    except (OSError, ValueError):
         data = None
     if not isinstance(data, dict):
         return {"record_version": RECORD_VERSION, "normalize": {"complete": False}}
@@ -126,6 +114,21 @@ def _text(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else str(Path(value).resolve())
 
 
+def _new_record(
+    run: str | os.PathLike[str] | None = None,
+    tasks_root: str | os.PathLike[str] | None = None,
+    normalize: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "record_version": RECORD_VERSION,
+        "generator": _generator(),
+        "run": _text(run),
+        "inputs": {"tasks_root": _text(tasks_root), "fingerprint": None},
+        "normalize": normalize,
+        "evaluate": None,
+    }
+
+
 def begin_normalize(
     events_dir: str | os.PathLike[str],
     *,
@@ -137,18 +140,8 @@ def begin_normalize(
     files a killed writer left."""
     folder = Path(events_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    _write(
-        folder,
-        {
-            "record_version": RECORD_VERSION,
-            "generator": _generator(),
-            "run": _text(run),
-            "inputs": {"tasks_root": _text(tasks_root), "fingerprint": None},
-            "normalize": {"complete": False},
-            "evaluate": None,
-        },
-    )
-    for name in (SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, *STUDY_NAMES):
+    _write(folder, _new_record(run, tasks_root, {"complete": False}))
+    for name in _RUN_FILES:
         (folder / name).unlink(missing_ok=True)
     if (folder / DATASET_NAME).is_dir() and not (folder / DATASET_NAME).is_symlink():
         shutil.rmtree(folder / DATASET_NAME, ignore_errors=True)
@@ -177,7 +170,7 @@ def finish_normalize(
     """Last, once every document of the run is written and stale ones are removed:
     record the documents (path relative to ``events_dir`` and size) and the failed trials."""
     folder = Path(events_dir)
-    record = read_record(folder) or {}
+    record = {**_new_record(), **(read_record(folder) or {})}
     record.update(
         {
             "record_version": RECORD_VERSION,
@@ -192,8 +185,6 @@ def finish_normalize(
             "evaluate": None,
         }
     )
-    record.setdefault("run", None)
-    record.setdefault("inputs", {"tasks_root": None, "fingerprint": None})
     _write(folder, record)
 
 
@@ -206,13 +197,7 @@ def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
     check_normalized(folder)
     record = read_record(folder)
     if record is None:
-        record = {
-            "record_version": RECORD_VERSION,
-            "generator": _generator(),
-            "run": None,
-            "inputs": {"tasks_root": None, "fingerprint": None},
-            "normalize": None,
-        }
+        record = _new_record()
     record["evaluate"] = {"complete": False}
     record.setdefault("inputs", {})["fingerprint"] = None
     _write(folder, record)
@@ -395,9 +380,7 @@ def check_evaluated(events_dir: str | os.PathLike[str]) -> None:
     """Refuse a folder whose evaluation is incomplete or whose files do not match its
     record, naming the run and the command that fixes it."""
     folder = Path(events_dir)
-    found = problem(folder, evaluated=False)
-    if found:
-        check_normalized(folder)
+    check_normalized(folder)
     found = problem(folder)
     if found:
         raise IncompleteOutputError(
@@ -414,7 +397,7 @@ def remove_orphaned_temporaries(roots: Iterable[str | os.PathLike[str]]) -> int:
     completion record are removed; others are kept. Call only when no writer is active
     under ``roots``.
     """
-    run_files = {SUMMARY_NAME, *TABLE_NAMES, IMPACT_NAME, COMPLETION_FILENAME, *STUDY_NAMES}
+    run_files = {*_RUN_FILES, COMPLETION_FILENAME}
     removed = 0
     for root in roots:
         base = Path(root)

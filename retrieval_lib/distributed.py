@@ -9,28 +9,9 @@ or a LocalCluster of ours), :class:`DaskMapper` (a :class:`~retrieval_lib.parall
 on the client's ``concurrent.futures`` executor, its window following the cluster's
 workers) and :func:`evaluate_split_runs`, large runs' evaluations split over tasks whose
 summary records go worker to worker to the task that writes the run summary and table.
-What runs where, and the small-run/large-run rule, are those of the process pool:
-:mod:`retrieval_lib.run_many`.
-
-How work is distributed
------------------------
-The driver plans the work as without Dask (trial discovery, ``result.json`` reading,
-the latest trial of each pair, file names), one run at a time as the cluster needs
-trials, and sends each worker a *batch of trials*: per trial a few hundred bytes of
-:class:`~retrieval_lib.runs.TrialRef` / ``TrialResult`` and the output path. The worker
-reads the trace from the shared filesystem, builds the document and writes it atomically
-under ``--out`` itself; only a :class:`~retrieval_lib.normalize.TrialOutput` (counts,
-path, error) comes back, is counted and dropped. At most :data:`TASKS_PER_WORKER` tasks
-per worker are in flight, so the driver (and a LocalCluster's scheduler, which lives in
-its process) holds what is in flight, not every trial.
-
-Faults: every task only writes its own files, atomically and idempotently (the same
-input gives the same bytes), so a task that Dask reruns after its worker died neither
-loses nor duplicates a document; temporary files a killed worker left half-written are
-removed at the end. A trial that fails inside a task is reported as today (its
-``TrialOutput.error``); a task that Dask gives up on (e.g. ``KilledWorker`` after its
-worker died ``distributed.scheduler.allowed-failures`` times) marks its trials failed
-with that cause, and the other tasks finish.
+What runs where, and the small-run/large-run rule, are those of the process pool
+(:mod:`retrieval_lib.run_many`). What crosses the network, the driver's flat memory and
+the faults handled (a worker killed, a task Dask gives up on) are in ``docs/scale-out.md``.
 
 Examples
 --------
@@ -50,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.parallel import Mapper, task_failure
 
 if TYPE_CHECKING:
@@ -73,10 +55,8 @@ TASKS_PER_WORKER = 4
 #: Seconds between two counts of the cluster's workers (the window follows them).
 WORKER_RECOUNT_SECONDS = 2.0
 #: Dask settings of a LocalCluster we start (its scheduler lives in this process, its
-#: workers get them from their nannies). The statistical profiler (a stack sample every
-#: 10 ms) cost ~9% of a worker's CPU on this work, and nobody looks at its output (no
-#: dashboard); the event-loop health tick (20 ms) and the system monitor (500 ms) kept an
-#: idle worker at 1.4% of a core and the driver at 2.0%, 0.6% and 0.8% with these.
+#: workers get them from their nannies): the profiler cost ~9% of a worker's CPU, the
+#: default tick and system monitor 1.4% of an idle worker's core (``docs/scale-out.md``).
 CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -118,14 +98,10 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        from retrieval_lib.errors import InputError
-
         raise InputError(
             "--scheduler/--dask-workers need Dask: pip install 'retrieval_lib[dask]'"
         ) from exc
     if spec.scheduler is not None:
-        from retrieval_lib.errors import InputError
-
         try:
             client = Client(spec.scheduler, timeout=spec.timeout)
         except (OSError, TimeoutError) as exc:
@@ -149,10 +125,6 @@ def dask_client(spec: DaskSpec) -> Iterator[Any]:
         Client(cluster) as client,
     ):
         yield client
-
-
-def _worker_count(client: Any) -> int:
-    return len(client.scheduler_info().get("workers", {}))
 
 
 class DaskMapper(Mapper):
@@ -201,7 +173,8 @@ class DaskMapper(Mapper):
     def _counted_window(self) -> int:
         now = time.monotonic()
         if self._window is None or now - self._window[1] > WORKER_RECOUNT_SECONDS:
-            self._window = (TASKS_PER_WORKER * max(1, _worker_count(self.client)), now)
+            workers = len(self.client.scheduler_info().get("workers", {}))
+            self._window = (TASKS_PER_WORKER * max(1, workers), now)
         return self._window[0]
 
 
@@ -326,9 +299,7 @@ def _submit_last_task(client: Any, run: _SplitRun) -> Any:
     """The task writing the run's summary and table from its batches' records."""
     # the records stay on the workers: the failed batches are replaced in the driver
     parts = [
-        [_failed_evaluation(p, run.errors[f.key]) for p in run.doc_paths[a:b]]
-        if f.key in run.errors
-        else f
+        [(None, task_failure(run.errors[f.key]))] * (b - a) if f.key in run.errors else f
         for f, (a, b) in zip(run.futures, run.spans, strict=True)
     ]
     return client.submit(_write_outputs, run.events_dir, run.doc_paths, *parts, pure=False)
@@ -337,7 +308,6 @@ def _submit_last_task(client: Any, run: _SplitRun) -> Any:
 def _run_result(future: Any, run: _SplitRun) -> EvaluateResult | str:
     """The result of a run's last task (a string: why it failed); its futures released."""
     from retrieval_lib.completion import remove_orphaned_temporaries
-    from retrieval_lib.errors import RetrievalLibError
 
     try:
         result: EvaluateResult | str = future.result()
@@ -351,10 +321,6 @@ def _run_result(future: Any, run: _SplitRun) -> EvaluateResult | str:
         remove_orphaned_temporaries([result.events_dir])
         result = replace(result, seconds=time.perf_counter() - run.started)
     return result
-
-
-def _failed_evaluation(doc_path: Any, exc: BaseException) -> tuple[None, str]:
-    return None, task_failure(exc)
 
 
 def _write_outputs(events_dir: Path, doc_paths: Sequence[Path], *parts: Any) -> EvaluateResult:

@@ -1,26 +1,15 @@
 """The harness (agent) version of a trial, from whichever artifact records it.
 
-Matched comparisons pair trials of the same harness version, so where a version can be
-read it is read, and the document records where it came from
-(``provenance.harness_version_source``) or, when no artifact records one, why
-(``provenance.harness_version_unknown_reason``). The artifacts, in the order they are
-tried (the first that names a version wins):
-
-1. ``result.json`` ``agent_info.version``, unless "unknown" or empty (every trial of the
-   real archives says "unknown" there);
-2. ``agent/trajectory.json`` ``agent.version`` (ATIF), read from the raw JSON even when
-   the rest of the trajectory is unusable (its steps broken, an unsupported ATIF
-   version);
-3. the transcript's init line (``{"type":"system","subtype":"init",
-   "claude_code_version": ...}`` in ``agent/claude-code.txt`` or
-   ``agent/command-1/stdout.txt``);
-4. ``task_metrics.json``: a top-level ``harness_version`` or ``agent_version``, or
-   ``agent_info.version``. The CodeScaleBench ``task_metrics.json`` records none of them
-   (its fields are scores, timings, tokens and tool counts), so for the real archives this
-   is almost always a miss; it is read for harnesses that do write one.
-
-When two artifacts name different versions, the first wins and a warning says so (it
-becomes a degraded reason of the document).
+Matched comparisons pair trials of the same harness version, so the document records the
+version, where it was read (``provenance.harness_version_source``) or why none was
+(``provenance.harness_version_unknown_reason``); ``docs/contracts.md`` §1. The artifacts,
+the first that names a version winning (a warning when a later one names another):
+``result.json`` ``agent_info.version`` (unless "unknown" or empty, as in every trial of
+the real archives); ``agent/trajectory.json`` ``agent.version``, read from the raw JSON
+even when the trajectory is unusable (:func:`trajectory_agent_version`); the transcript's
+init line (``claude_code_version``); ``task_metrics.json`` (:data:`TASK_METRICS_FILE`:
+``harness_version``, ``agent_version`` or ``agent_info.version``; the CodeScaleBench file
+records none of them).
 
 Examples
 --------
@@ -197,10 +186,8 @@ def resolve_harness_version(
     -------
     HarnessVersion
     """
-    candidates: list[tuple[str, str]] = []
-    if known_version(result_version) is not None:
-        candidates.append((known_version(result_version) or "", RESULT_JSON_SOURCE))
-    candidates += [(v, s) for v, s in ((known_version(v), s) for v, s in trace_versions) if v]
+    named = [(result_version, RESULT_JSON_SOURCE), *trace_versions]
+    candidates = [(v, s) for v, s in ((known_version(v), s) for v, s in named) if v]
     if not candidates:
         from_metrics = _task_metrics_version(trial_dir)
         if from_metrics is not None:

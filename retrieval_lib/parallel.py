@@ -24,15 +24,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import KW_ONLY, dataclass, field
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "InlineExecutor",
     "Mapper",
     "pool_mapper",
     "die_with_parent",
-    "executor_for",
     "process_pool",
     "run_chunk",
     "task_failure",
@@ -164,11 +164,8 @@ def windowed_map(
     task = functools.partial(run_chunk, fn)
     pending: dict[Future[list[Any]], list[J]] = {}
 
-    def limit() -> int:
-        return max(1, window() if callable(window) else window)
-
     def fill() -> None:
-        wanted = limit()
+        wanted = max(1, window() if callable(window) else window)
         while len(pending) < wanted:
             chunk = list(islice(stream, chunksize))
             if not chunk:
@@ -194,11 +191,7 @@ def windowed_map(
             future.cancel()
 
 
-def executor_for(workers: int) -> Executor:
-    """:func:`process_pool` of ``workers`` processes, or :class:`InlineExecutor` for one."""
-    return process_pool(workers) if workers > 1 else InlineExecutor()
-
-
+@dataclass(eq=False)
 class Mapper:
     """Where many runs' work runs: an executor, items per task, tasks in flight.
 
@@ -227,29 +220,18 @@ class Mapper:
     """
 
     #: Items per task when neither the mapper nor the call says.
-    default_batch = 8
+    default_batch: ClassVar[int] = 8
     #: Whether a large run's evaluation is split over several tasks (the records of its
     #: documents then stay where they were computed): only a Dask cluster can.
-    splits_runs = False
+    splits_runs: ClassVar[bool] = False
 
-    def __init__(
-        self,
-        executor: Executor,
-        *,
-        window: int | Callable[[], int],
-        batch_size: int | None = None,
-        progress: bool = False,
-    ):
-        self.executor = executor
-        self.window = window
-        self.batch_size = batch_size
-        self.progress = progress
-        #: Tasks submitted by the last map (for tests and benchmarks).
-        self.last_tasks = 0
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """One task: ``fn(*args)`` on the executor."""
-        return self.executor.submit(fn, *args)
+    executor: Executor
+    _: KW_ONLY
+    window: int | Callable[[], int]
+    batch_size: int | None = None
+    progress: bool = False
+    #: Tasks of the last map (for tests and benchmarks).
+    last_tasks: int = field(default=0, init=False)
 
     def imap_batches(
         self,
@@ -262,19 +244,11 @@ class Mapper:
         """:func:`windowed_map` on this mapper's executor and window; ``batch_size``
         items per task (default: the mapper's)."""
         size = batch_size or self.batch_size or self.default_batch
-        drawn = 0
-
-        def counted() -> Iterator[Any]:
-            nonlocal drawn
-            for item in items:
-                drawn += 1
-                yield item
-
         self.last_tasks = 0
         for batch, results in windowed_map(
-            self.executor, fn, counted(), chunksize=size, window=self.window, on_error=on_error
+            self.executor, fn, items, chunksize=size, window=self.window, on_error=on_error
         ):
-            self.last_tasks = -(-drawn // size)
+            self.last_tasks += 1
             yield batch, results
 
     def imap_unordered(
@@ -295,8 +269,8 @@ class Mapper:
 
 @contextlib.contextmanager
 def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
-    """A :class:`Mapper` on :func:`executor_for` ``workers`` (in process for one), at most
-    ``4 * workers`` tasks in flight; the pool is shut down on exit.
+    """A :class:`Mapper` on a :func:`process_pool` of ``workers`` (:class:`InlineExecutor`
+    for one), at most ``4 * workers`` tasks in flight; the pool is shut down on exit.
 
     Examples
     --------
@@ -304,5 +278,6 @@ def pool_mapper(workers: int, *, progress: bool = False) -> Iterator[Mapper]:
     ...     sorted(result for _, result in mapper.imap_unordered(abs, range(-3, 0)))
     [1, 2, 3]
     """
-    with executor_for(workers) as executor:
+    executor = process_pool(workers) if workers > 1 else InlineExecutor()
+    with executor:
         yield Mapper(executor, window=4 * workers if workers > 1 else 1, progress=progress)

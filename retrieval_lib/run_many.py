@@ -1,19 +1,16 @@
 """Normalise and evaluate many runs on a :class:`~retrieval_lib.parallel.Mapper`: the one
 way the CLI and the study run them, on the process pool or a Dask cluster alike.
 
-One rule sizes the work: a run of at most :data:`WHOLE_RUN_TRIALS` trials (or the
-mapper's ``batch_size``) is one task, discovered, planned, normalised (and, for a study,
-evaluated) by the single-process functions where the task runs, so the driver neither
-reads its ``result.json`` files nor handles its trials one by one; a larger run is spread
-over the tasks by trial, planned here one run at a time, and evaluated as soon as its
-last trial is back. Evaluating, a run of at most :data:`EVALUATE_BATCH` documents is one
-task; a larger one is one task on the process pool and, on a Dask cluster (which keeps
-each document's summary record where it was computed), split in batches
-(:func:`retrieval_lib.distributed.evaluate_split_runs`).
-
-Every run's evaluation is an :class:`~retrieval_lib.metrics.summary.EvaluateResult`
-without its list of metrics files, or the :class:`~retrieval_lib.errors.RetrievalLibError`
-that stopped it: the driver holds counts and paths, not records.
+One rule sizes the work (``docs/scale-out.md``): a run of at most
+:data:`WHOLE_RUN_TRIALS` trials (or the mapper's ``batch_size``) is one task, normalised
+(and, for a study, evaluated) where the task runs, so the driver never reads its
+``result.json`` files; a larger run is spread over the tasks by trial, planned here one run
+at a time, and evaluated as soon as its last trial is back. A run of at most
+:data:`EVALUATE_BATCH` documents is evaluated by one task; a larger one too on the process
+pool, and split in batches on a Dask cluster
+(:func:`retrieval_lib.distributed.evaluate_split_runs`). Every run's evaluation is an
+:class:`~retrieval_lib.metrics.summary.EvaluateResult` without its list of metrics files, or
+the :class:`~retrieval_lib.errors.RetrievalLibError` that stopped it.
 
 Examples
 --------
@@ -27,7 +24,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -126,7 +123,6 @@ def evaluate_many(
 
     ks = normalize_k(k)
     size = _evaluate_batch(mapper)
-    bar = _progress_bar(None, "document") if mapper.progress else None
     paths = list(paths)
     whole: list[tuple[int, Path, int]] = []
     split: list[int] = []
@@ -150,28 +146,25 @@ def evaluate_many(
         return task_failure(exc)
 
     next_out = 0
-    try:
+
+    def in_order() -> Iterator[Evaluation]:
+        nonlocal next_out
+        while next_out in ready:
+            yield ready.pop(next_out)
+            next_out += 1
+
+    with _progress_bar(mapper.progress, None, "document") as bar:
         evaluate = partial(_evaluate_item, ks=ks)
         for item, result in mapper.imap_unordered(evaluate, whole, batch_size=1, on_error=failed):
             ready[item[0]] = outcome = _outcome(result)
             if isinstance(outcome, EvaluateResult):
                 remove_orphaned_temporaries([outcome.events_dir])
-            if bar is not None:
-                bar.update(item[2] or getattr(outcome, "documents", 0))
-            while next_out in ready:
-                yield ready.pop(next_out)
-                next_out += 1
+            bar.update(item[2] or getattr(outcome, "documents", 0))
+            yield from in_order()
         for i, result in _evaluate_split(paths, split, ks, mapper, bar, ready) if split else ():
             ready[i] = _outcome(result)
-            while next_out in ready:
-                yield ready.pop(next_out)
-                next_out += 1
-        while next_out < len(paths):
-            yield ready.pop(next_out)
-            next_out += 1
-    finally:
-        if bar is not None:
-            bar.close()
+            yield from in_order()
+        yield from in_order()  # runs whose documents could not be listed
 
 
 def _evaluate_item(item: tuple[int, Path, int], ks: Sequence[int]) -> EvaluateResult | str:
@@ -202,7 +195,7 @@ def _evaluate_split(
         ks,
         mapper=cast(DaskMapper, mapper),  # only a DaskMapper splits runs
         size=_evaluate_batch(mapper),
-        on_done=bar.update if bar is not None else None,
+        on_done=bar.update,
     )
 
 
@@ -243,20 +236,15 @@ def normalize_many(
     results: dict[Path, Evaluation] = {}
     try:
         if small:
-            bar = _progress_bar(sum(n for _, n in small)) if progress else None
             whole = partial(_whole_run, tasks_root=root, out=out_abs, ks=ks)
-            try:
+            with _progress_bar(progress, sum(n for _, n in small)) as bar:
                 for (run, n), (part, evaluation) in mapper.imap_unordered(
                     whole, small, batch_size=1, on_error=_failed_run
                 ):
                     report.merge(part)
                     if evaluation is not None:
                         results[run] = _outcome(evaluation)
-                    if bar is not None:
-                        bar.update(n)
-            finally:
-                if bar is not None:
-                    bar.close()
+                    bar.update(n)
         if large:
             part, evaluated = _normalize_by_trial(large, root, mapper, out_abs, ks, progress)
             report.merge(part)
@@ -325,8 +313,7 @@ def _failed_trial(trial: Any, task_name: str, exc: BaseException) -> Any:
 
 
 def _failed_output(job: tuple[Any, ...], exc: BaseException) -> Any:
-    trial, result = job[0], job[1]
-    return _failed_trial(trial, result.task_name, exc)
+    return _failed_trial(job[0], job[1].task_name, exc)  # job: (trial, its result, ...)
 
 
 def _normalize_by_trial(
@@ -352,13 +339,11 @@ def _normalize_by_trial(
         if ks is None or documents == 0:
             return
         if documents <= size or not mapper.splits_runs:
-            in_flight[Path(run)] = mapper.submit(evaluate_one, out_root.resolve(), ks)
+            in_flight[Path(run)] = mapper.executor.submit(evaluate_one, out_root.resolve(), ks)
         else:
             split[Path(run)] = out_root
 
-    def map_fn(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-        return mapper.imap_unordered(fn, jobs, on_error=_failed_output)
-
+    map_fn = partial(mapper.imap_unordered, on_error=_failed_output)
     try:
         report = normalize_paths(
             runs, tasks_root, out=out, progress=progress, map_fn=map_fn, on_run_done=run_done
@@ -374,7 +359,8 @@ def _normalize_by_trial(
     return report, results
 
 
-def _progress_bar(total: int | None, unit: str = "trial") -> Any:
+def _progress_bar(shown: bool, total: int | None, unit: str = "trial") -> Any:
+    """A tqdm bar on stderr; a disabled one (shows nothing) unless ``shown``."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False)
+    return tqdm(total=total, unit=unit, file=sys.stderr, leave=False, disable=not shown)

@@ -1,28 +1,13 @@
 """Names from inputs shown as text, never as markup: one rule for Markdown, HTML and plots.
 
-A run, config, model, task, tool or trial name, a kb run id, a chunker version or a file path
-comes from files anyone can write. Formatted raw into Markdown, ``<img src=x onerror=...>``
-runs script in the reader's browser, ``![k](secret.txt)`` makes nbconvert embed a local file
-into the report and ``[x](javascript:...)`` makes a link; in a matplotlib label, ``$^^$``
-is parsed as (broken) math text. Every name goes through one of these functions on its way
-into a report:
-
-* :func:`markdown_text`: inline Markdown text (captions, ``**bold**`` headings, list items,
-  table cells): every character Markdown or HTML could read as syntax (link and image
-  brackets, ``<``, ``&``, emphasis, backticks, ``$`` and ``\\`` math, ``|``, ``#``, ``:``
-  and ``@`` of autolinks, the dot of ``www.``) becomes a numeric character reference
-  (``&#91;``), which Markdown shows as the character and never reads as syntax;
-* :func:`markdown_code`: a Markdown code span whose backtick fence is longer than any run of
-  backticks in the name, so the name cannot close it (HTML inside a code span is text);
-* :func:`html_text`: text or an attribute value in HTML (``html.escape``);
-* :func:`plot_label`: a matplotlib label; math text must be off where it is drawn
-  (``rcParams["text.parse_math"] = False``, see
-  :func:`retrieval_lib.report.figures.names_as_text`), so ``$`` is shown as it is.
-
-All of them first make control characters visible (:func:`visible`): a newline inside a name
-must not start a new Markdown block (an HTML block or a heading), nor a second plot line.
-
-This module has no dependency beyond the standard library so that every layer can use it.
+A run, config, model, task, tool or trial name, a kb run id or a file path comes from files
+anyone can write. Formatted raw into Markdown, ``<img src=x onerror=...>`` runs script in
+the reader's browser, ``![k](secret.txt)`` makes nbconvert embed a local file into the
+report and ``[x](javascript:...)`` makes a link; in a matplotlib label, ``$^^$`` is parsed
+as math text. So every name reaches a report through one of :func:`markdown_text`,
+:func:`markdown_code`, :func:`html_text` or :func:`plot_label`, which all first make control
+characters visible (:func:`visible`): a newline in a name must not start a Markdown block
+nor a second plot line. Standard library only, so that every layer can use it.
 
 Examples
 --------

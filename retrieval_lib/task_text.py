@@ -88,10 +88,7 @@ def _hunk_chunk(
 ) -> dict[str, Any]:
     """The chunk record of one hunk header: its new-side line range (old side for a
     deleted file), at least the one line at its start (a pure deletion ``+c,0``)."""
-    if deleted:
-        start, length = int(match[1]), old_length  # no new side: old range
-    else:
-        start, length = int(match[3]), new_length
+    start, length = (int(match[1]), old_length) if deleted else (int(match[3]), new_length)
     start = max(start, 1)
     return {
         "file": file,
@@ -137,17 +134,12 @@ def parse_unified_diff(
     out_of_range = 0
     for line in text.splitlines():
         if old_left > 0 or new_left > 0:
-            tag = line[:1]
-            if tag == "-":
+            tag = line[:1]  # "" (an empty line) is context; "\\": "\\ No newline at end of file"
+            if tag in ("-", " ", ""):
                 old_left -= 1
-                continue
-            if tag == "+":
+            if tag in ("+", " ", ""):
                 new_left -= 1
-                continue
-            if tag in (" ", "") or line.startswith("\\"):
-                if not line.startswith("\\"):
-                    old_left -= 1
-                    new_left -= 1
+            if tag in ("-", "+", " ", "", "\\"):
                 continue
             old_left = new_left = 0  # malformed hunk: resynchronise on headers
         if line.startswith("diff --git "):

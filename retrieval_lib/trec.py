@@ -1,25 +1,14 @@
 """TREC run and qrels files, scored with trec_eval's conventions by the metric kernel.
 
-Formats (whitespace-separated fields, one judgement or retrieved document per line):
-
-* qrels: ``qid iter docno rel``; ``iter`` is ignored, ``rel`` is an integer grade (graded
-  relevance allowed, 0 or less is not relevant).
-* run: ``qid Q0 docno rank score tag``; the ``rank`` column is ignored: each query's
-  documents are ordered as trec_eval orders them, by score descending, ties by docno
-  descending (byte order, as ``strcmp``).
-
-Measures carry trec_eval's names (:data:`MEASURES`); ``P.5,10`` or ``P_5`` select
-cut-offs, a measure without them takes trec_eval's default cut-offs. Every value comes from
-:func:`retrieval_lib.metrics.ranking.evaluate_rankings` (one code path for metrics):
-binary measures count ``rel >= 1`` as relevant, ``ndcg``/``ndcg_cut`` use the grades as
-gains (ideal ranking: the positive grades sorted descending), as trec_eval does.
-
-As trec_eval: queries of the run without judgements are skipped; judged queries the run
-does not contain are not scored (no ``-c``); the ``all`` row is the mean over the scored
-queries, and the sum for the counts ``num_ret``, ``num_rel``, ``num_rel_ret``. One
-difference, by the project's rule that missing is not zero: a judged query without any
-relevant document has no value for the ranking measures (trec_eval would give it 0), is
-left out of their ``all`` mean and is named in :attr:`TrecEvaluation.not_computable`.
+Format and conventions: ``docs/contracts.md`` §7. qrels lines are ``qid iter docno rel``
+(integer grades), run lines ``qid Q0 docno rank score tag``; the rank column is ignored:
+documents are ordered as trec_eval orders them, by score descending, ties by docno
+descending (``strcmp``). Measures carry trec_eval's names (:data:`MEASURES`, cut-offs as
+``P.5,10`` or ``P_5``), and every value comes from
+:func:`retrieval_lib.metrics.ranking.evaluate_queries` (one code path for metrics). One
+difference from trec_eval, as missing is not zero: a judged query without any relevant
+document has no value for the ranking measures (trec_eval gives 0), is left out of their
+``all`` mean and is named in :attr:`TrecEvaluation.not_computable`.
 
 Examples
 --------
@@ -34,10 +23,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from retrieval_lib.errors import InputError, MetricError, UsageError
 
@@ -62,6 +51,7 @@ __all__ = [
 ]
 
 Qrels = dict[str, dict[str, int]]
+V = TypeVar("V")
 
 _CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
@@ -122,6 +112,53 @@ def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
             yield number, fields
 
 
+def _read_pairs(
+    path: str | Path, kind: str, layout: str, verb: str, parse: Callable[[str, list[str]], V]
+) -> tuple[dict[str, dict[str, V]], list[str] | None]:
+    """``{qid: {docno: parse(where, fields)}}`` of a TREC file of ``layout`` lines, and the
+    fields of its first line; a wrong field count or a docno ``verb`` twice for a query
+    is an :class:`InputError` at ``file:line``."""
+    table: dict[str, dict[str, V]] = {}
+    line_of: dict[tuple[str, str], int] = {}
+    first: list[str] | None = None
+    n_fields = len(layout.split())
+    for number, fields in _lines(path):
+        where = f"{path}:{number}"
+        if len(fields) != n_fields:
+            raise InputError(
+                f"{where}: a {kind} line has {n_fields} fields '{layout}', got {len(fields)}"
+            )
+        qid, docno = fields[0], fields[2]
+        value = parse(where, fields)
+        entries = table.setdefault(qid, {})
+        if docno in entries:
+            raise InputError(
+                f"{where}: {docno!r} is {verb} twice for query {qid!r} "
+                f"(first on line {line_of[qid, docno]})"
+            )
+        entries[docno] = value
+        line_of[qid, docno] = number
+        first = first or fields
+    return table, first
+
+
+def _relevance(where: str, fields: list[str]) -> int:
+    try:
+        return int(fields[3])
+    except ValueError:
+        raise InputError(f"{where}: relevance must be an integer, got {fields[3]!r}") from None
+
+
+def _score(where: str, fields: list[str]) -> float:
+    try:
+        score = float(fields[4])
+    except ValueError:
+        raise InputError(f"{where}: score must be a number, got {fields[4]!r}") from None
+    if math.isnan(score):
+        raise InputError(f"{where}: score is NaN")
+    return score
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """Read a TREC qrels file ``qid iter docno rel`` into ``{qid: {docno: rel}}``.
 
@@ -139,28 +176,7 @@ def read_qrels(path: str | Path) -> Qrels:
     >>> read_qrels(path)
     {'q1': {'d1': 2, 'd2': 0}}
     """
-    qrels: Qrels = {}
-    line_of: dict[tuple[str, str], int] = {}
-    for number, fields in _lines(path):
-        where = f"{path}:{number}"
-        if len(fields) != 4:
-            raise InputError(
-                f"{where}: a qrels line has 4 fields 'qid iter docno rel', got {len(fields)}"
-            )
-        qid, _, docno, rel_text = fields
-        try:
-            rel = int(rel_text)
-        except ValueError:
-            raise InputError(f"{where}: relevance must be an integer, got {rel_text!r}") from None
-        judged = qrels.setdefault(qid, {})
-        if docno in judged:
-            raise InputError(
-                f"{where}: {docno!r} is judged twice for query {qid!r} "
-                f"(first on line {line_of[qid, docno]})"
-            )
-        judged[docno] = rel
-        line_of[qid, docno] = number
-    return qrels
+    return _read_pairs(path, "qrels", "qid iter docno rel", "judged", _relevance)[0]
 
 
 def read_run(path: str | Path) -> TrecRun:
@@ -183,33 +199,8 @@ def read_run(path: str | Path) -> TrecRun:
     >>> read_run(path)
     TrecRun(scores={'q1': {'d1': 0.9, 'd2': 0.4}}, run_id='bm25')
     """
-    scores: dict[str, dict[str, float]] = {}
-    line_of: dict[tuple[str, str], int] = {}
-    run_id: str | None = None
-    for number, fields in _lines(path):
-        where = f"{path}:{number}"
-        if len(fields) != 6:
-            raise InputError(
-                f"{where}: a run line has 6 fields 'qid Q0 docno rank score tag', got {len(fields)}"
-            )
-        qid, _, docno, _, score_text, tag = fields
-        try:
-            score = float(score_text)
-        except ValueError:
-            raise InputError(f"{where}: score must be a number, got {score_text!r}") from None
-        if math.isnan(score):
-            raise InputError(f"{where}: score is NaN")
-        retrieved = scores.setdefault(qid, {})
-        if docno in retrieved:
-            raise InputError(
-                f"{where}: {docno!r} is retrieved twice for query {qid!r} "
-                f"(first on line {line_of[qid, docno]})"
-            )
-        retrieved[docno] = score
-        line_of[qid, docno] = number
-        if run_id is None:
-            run_id = tag
-    return TrecRun(scores, run_id or "")
+    scores, first = _read_pairs(path, "run", "qid Q0 docno rank score tag", "retrieved", _score)
+    return TrecRun(scores, first[5] if first else "")
 
 
 @dataclass(frozen=True)
@@ -355,32 +346,27 @@ def evaluate(
         "num_rel": table.n_relevant,
         "num_rel_ret": table.n_relevant_retrieved,
     }
-    measure_names: list[str] = []
+    measure_names = [label for label, _ in labels]
     columns: list[np.ndarray] = []
     alls: list[float] = []
     for label, metric in labels:
         if metric is None:
             values = counts[label].astype(np.float64)
-            total = float(values.sum())
+            alls.append(float(values.sum()))
         else:
             values = np.asarray(table[metric.name], dtype=np.float64)
             computable = values[table.computable]
-            total = float(computable.mean()) if computable.size else math.nan
-        measure_names.append(label)
+            alls.append(float(computable.mean()) if computable.size else math.nan)
         columns.append(values)
-        alls.append(total)
-    n_queries, n_measures = len(qids), len(labels)
-    per_query = pd.DataFrame(
+    n_queries, names = len(qids), np.array(measure_names, dtype=object)
+    per_query = np.column_stack(columns).ravel() if n_queries else np.zeros(0)
+    frame = pd.DataFrame(
         {
-            "measure": np.tile(np.array(measure_names, dtype=object), n_queries),
-            "qid": np.repeat(np.array(qids, dtype=object), n_measures),
-            "value": (np.column_stack(columns).ravel() if n_queries and columns else np.zeros(0)),
+            "measure": np.concatenate([np.tile(names, n_queries), names]),
+            "qid": [*np.repeat(np.array(qids, dtype=object), len(names)), *["all"] * len(names)],
+            "value": np.concatenate([per_query, alls]),
         }
-    )
-    all_rows = pd.DataFrame({"measure": measure_names, "qid": "all", "value": alls})
-    frame = pd.concat([per_query, all_rows], ignore_index=True)
-    frame["measure"] = frame["measure"].astype(object)
-    frame["qid"] = frame["qid"].astype(object)
+    ).astype({"measure": object, "qid": object})
     not_computable = tuple(
         str(qid) for qid, ok in zip(qids, table.computable.tolist(), strict=True) if not ok
     )

@@ -1,27 +1,12 @@
 """Export what the agents retrieved as TREC run and qrels files (``retrieval-lib export-trec``).
 
-For every run and config family (:func:`retrieval_lib.study.families.family_of`), two files
-under the output folder (``docs/contracts.md`` §7):
-
-* ``<run_id>/<family>.run``: ``qid Q0 docno rank score tag``, one line per file of each
-  trial's surfaced ranking (the ranking the ``file.*`` metrics score: unique retrieved files
-  in order of first retrieval, agent-created files dropped). ``rank`` is that order from 1;
-  ``score = n_files - rank + 1``, so trec_eval's order (score descending) is the same order.
-  The tag is ``<run_id>:<family>``.
-* ``<run_id>/<family>.qrels``: ``qid 0 docno 1`` for every ground-truth file of each trial
-  whose ``file.*`` metrics are computable (a usable trace and file-level ground truth).
-  Other trials have run lines (when they have a trace) but no judgements, so trec_eval
-  skips them, as the ``file.*`` metrics mark them not computable.
-
-``qid`` is the task name; when a task has several trials in one run and family, each
-trial's ``qid`` is its trial name (``<task>__<trial id>``), made unique with the config name
-if two configs of one family share it. ``docno`` is the normalised file key
-(``docs/contracts.md`` §2). TREC fields cannot hold whitespace: in ``qid``, ``docno`` and
-the tag, ``%`` and whitespace characters are percent-encoded (``%25``, ``%20``, ...).
-
-A trial that retrieved no file has judgements but no run lines (a TREC run cannot state an
-empty ranking): trec_eval ignores it unless called with ``-c``, which scores it 0, as the
-``file.*`` metrics do.
+For every run and config family (:func:`retrieval_lib.study.families.family_of`),
+``<run_id>/<family>.run`` (each trial's surfaced ranking, the one the ``file.*`` metrics
+score, ``score = n_files - rank + 1`` so trec_eval's order is the same) and
+``<run_id>/<family>.qrels`` (the ground-truth files of each trial whose ``file.*`` metrics
+are computable, so trec_eval skips the others as the metrics do). ``qid`` is the task name,
+or the trial name when a task has several trials; ``docno`` the file key. The format and
+its rules: ``docs/contracts.md`` §7.
 
 Examples
 --------
@@ -32,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,9 +92,7 @@ def _trial_of(doc: Mapping[str, Any]) -> _Trial:
 
 
 def _qids(trials: list[_Trial]) -> list[str]:
-    per_task: dict[str, int] = {}
-    for trial in trials:
-        per_task[trial.task] = per_task.get(trial.task, 0) + 1
+    per_task = Counter(trial.task for trial in trials)
     qids: list[str] = []
     seen: set[str] = set()
     for trial in trials:

@@ -323,3 +323,14 @@ def test_study_verify_on_the_command_line_redoes_a_run_whose_document_was_trunca
     assert main([*argv, "--verify"]) == 0
     said = capsys.readouterr().out
     assert "normalized 1 run(s)" in said and f"evaluated {folder.parent.name}:" in said
+
+
+@pytest.mark.parametrize(
+    "content", [b"\xff\xfe not UTF-8", b"{not json", b"[1, 2]", b"1" * 5000], ids=repr
+)
+def test_an_unreadable_record_counts_as_an_incomplete_normalisation(tmp_path, content):
+    (tmp_path / COMPLETION_FILENAME).write_bytes(content)
+    assert read_record(tmp_path) == {"record_version": "1.0", "normalize": {"complete": False}}
+    assert problem(tmp_path, evaluated=False) == (
+        "its normalisation is incomplete (interrupted, or still running)"
+    )
