@@ -28,7 +28,6 @@ __all__ = [
     "REASON_NO_SPANS",
     "REASON_NOT_IN_INVENTORY",
     "REASON_NO_INVENTORY_MATCH",
-    "check_mode",
 ]
 
 #: The k of ``hit_at_k`` and ``recall_at_k_doc``.
@@ -57,16 +56,3 @@ REASON_NO_INVENTORY_MATCH = (
     "the golden set, so its chunk ids cannot be matched (another chunker version? "
     "ingest the run with --chunks)"
 )
-
-
-def check_mode(mode: str) -> str:
-    """``mode`` when it is a chunk-match mode, else ValueError.
-
-    Examples
-    --------
-    >>> check_mode("exact")
-    'exact'
-    """
-    if mode not in MATCH_MODES:
-        raise ValueError(f"unknown chunk-match mode {mode!r}")
-    return mode
