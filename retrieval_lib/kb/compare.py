@@ -73,7 +73,7 @@ from retrieval_lib.kb.definitions import (
 )
 from retrieval_lib.kb.exceptions import ChunkerVersionMismatchError
 from retrieval_lib.kb.golden import GoldenQuery, GoldenSet
-from retrieval_lib.kb.metrics import AggregateMetrics, aggregate_from_columns
+from retrieval_lib.kb.metrics import RATE_FIELDS, AggregateMetrics, aggregate_from_columns
 from retrieval_lib.kb.records import QueryResult, paused_gc
 
 __all__ = [
@@ -270,12 +270,10 @@ def metric_deltas(a: AggregateMetrics, b: AggregateMetrics) -> dict[str, Any]:
         "hit_at_k": {str(k): b.hit_at_k[k] - a.hit_at_k[k] for k in K_VALUES},
         "mrr": b.mrr - a.mrr,
         "recall_at_k_doc": {str(k): b.recall_at_k_doc[k] - a.recall_at_k_doc[k] for k in K_VALUES},
-        "citation_coverage": b.citation_coverage - a.citation_coverage,
-        "groundedness": b.groundedness - a.groundedness,
-        "empty_result_rate": b.empty_result_rate - a.empty_result_rate,
-        "refusal_correctness": b.refusal_correctness - a.refusal_correctness,
-        "total_queries": b.total_queries - a.total_queries,
-        "failed_queries": b.failed_queries - a.failed_queries,
+        **{
+            name: getattr(b, name) - getattr(a, name)
+            for name in (*RATE_FIELDS, "total_queries", "failed_queries")
+        },
     }
 
 
