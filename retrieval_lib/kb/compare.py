@@ -288,22 +288,6 @@ class _Side:
         self.chunks = chunks
         self.row_of = run.row_of()
 
-    def evaluate(self, golden: GoldenSet, mode: str, spans: Mapping[str, Any]) -> PerQueryMetrics:
-        return evaluate_columns(
-            golden, self.run, mode=mode, expected_spans=spans, inventory_ids=self.chunks
-        )
-
-    def aggregate(
-        self,
-        golden: GoldenSet,
-        mode: str,
-        spans: Mapping[str, Any],
-        per_query: PerQueryMetrics | None,
-    ) -> AggregateMetrics:
-        return aggregate_from_columns(
-            golden, self.run, self.chunks, mode=mode, expected_spans=spans, per_query=per_query
-        )
-
     def side_notes(self, side: str, query_ids: list[str]) -> dict[str, str]:
         """Notes of the queries without a result or with an error in this run."""
         notes = {q: f"no result in run {side}" for q in set(query_ids) - self.row_of.keys()}
@@ -407,6 +391,9 @@ def compare_records(
     (:meth:`~retrieval_lib.kb.columns.RunColumns.from_results`) and compared as stored
     runs are. See the module docstring for matching, kinds and statistics.
     """
+    mode = chunk_match_mode(
+        run_a, run_b, chunker_version_a, chunker_version_b, strict=strict_chunker_version
+    )
     return _compare(
         run_a,
         run_b,
@@ -416,7 +403,7 @@ def compare_records(
         _Side(RunColumns.from_results(results_b), chunks_b),
         chunker_version_a=chunker_version_a,
         chunker_version_b=chunker_version_b,
-        strict_chunker_version=strict_chunker_version,
+        mode=mode,
         n_bootstrap=n_bootstrap,
         confidence=confidence,
         seed=seed,
@@ -475,22 +462,12 @@ def _significance(
     pq_a: PerQueryMetrics, pq_b: PerQueryMetrics, n_bootstrap: int, confidence: float, seed: int
 ) -> dict[str, Any]:
     """Paired bootstrap CI and Wilcoxon test of the per-query MRR and hit@k deltas (B − A)."""
-    significance: dict[str, Any] = {
-        "mrr": paired_delta_stats(
-            pq_b.reciprocal_rank - pq_a.reciprocal_rank,
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
+    pairs = {"mrr": (pq_a.reciprocal_rank, pq_b.reciprocal_rank)}
+    pairs.update({f"hit@{k}": (pq_a.hit_at_k[k], pq_b.hit_at_k[k]) for k in K_VALUES})
+    return {
+        name: paired_delta_stats(b - a, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+        for name, (a, b) in pairs.items()
     }
-    for k in K_VALUES:
-        significance[f"hit@{k}"] = paired_delta_stats(
-            pq_b.hit_at_k[k] - pq_a.hit_at_k[k],
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
-    return significance
 
 
 def _compare(
@@ -503,14 +480,11 @@ def _compare(
     *,
     chunker_version_a: str | None,
     chunker_version_b: str | None,
-    strict_chunker_version: bool,
+    mode: str,
     n_bootstrap: int,
     confidence: float,
     seed: int,
 ) -> CompareReport:
-    mode = chunk_match_mode(
-        run_a, run_b, chunker_version_a, chunker_version_b, strict=strict_chunker_version
-    )
     spans: dict[str, Any] = dict(golden_b.expected_chunk_spans)
     spans.update(golden_a.expected_chunk_spans)
 
@@ -518,15 +492,22 @@ def _compare(
         queries=tuple(golden_a.queries) + tuple(q for q in golden_b if q.id not in golden_a),
         expected_chunk_spans=spans,
     )
-    pq_a = side_a.evaluate(reference, mode, spans)
-    pq_b = side_b.evaluate(reference, mode, spans)
+    pq_a, pq_b = (
+        evaluate_columns(reference, s.run, mode=mode, expected_spans=spans, inventory_ids=s.chunks)
+        for s in (side_a, side_b)
+    )
     # Each aggregate uses its run's own golden snapshot; when that is the reference set
     # (the usual case) the per-query values above are reused.
-    aggregate_a = side_a.aggregate(
-        golden_a, mode, spans, pq_a if golden_a.queries == reference.queries else None
-    )
-    aggregate_b = side_b.aggregate(
-        golden_b, mode, spans, pq_b if golden_b.queries == reference.queries else None
+    aggregate_a, aggregate_b = (
+        aggregate_from_columns(
+            golden,
+            side.run,
+            side.chunks,
+            mode=mode,
+            expected_spans=spans,
+            per_query=pq if golden.queries == reference.queries else None,
+        )
+        for side, golden, pq in ((side_a, golden_a, pq_a), (side_b, golden_b, pq_b))
     )
 
     reference_ids = reference.ids
@@ -535,7 +516,8 @@ def _compare(
     n_a = len(golden_a)  # the reference set is A's queries, then those only in B
     per_query: list[QueryComparison] = []
     for i, query in enumerate(reference):
-        notes = []
+        kind, note, a_rank, b_rank, criterion = _judge(query, i, side_a, side_b, pq_a, pq_b)
+        notes = [note]
         entry_b = golden_b.get(query.id)
         if i >= n_a:
             notes.append("not in run A's golden set")
@@ -543,31 +525,27 @@ def _compare(
             notes.append("not in run B's golden set")
         elif entry_b is not query and entry_b != query:
             notes.append("golden entry differs between the runs; judged by A's")
-        kind, note, a_rank, b_rank, criterion = _judge(query, i, side_a, side_b, pq_a, pq_b)
-        notes.insert(0, note)
-        side_note = notes_a.get(query.id)
-        if side_note is not None:
-            notes.append(side_note)
-        side_note = notes_b.get(query.id)
-        if side_note is not None:
-            notes.append(side_note)
+        notes += [n for n in (notes_a.get(query.id), notes_b.get(query.id)) if n is not None]
         per_query.append(
             QueryComparison(query.id, kind, a_rank, b_rank, "; ".join(notes), criterion)
         )
 
-    significance = _significance(pq_a, pq_b, n_bootstrap, confidence, seed)
-    counts = Counter(q.kind.value for q in per_query)
     deltas = metric_deltas(aggregate_a, aggregate_b)
+    report = CompareReport(run_a, run_b, aggregate_a, aggregate_b, deltas, per_query)
     deltas.update(
         chunker_version_match=mode,
         chunker_version_a=chunker_version_a,
         chunker_version_b=chunker_version_b,
-        kind_counts={kind.value: counts.get(kind.value, 0) for kind in ComparisonKind},
-        significance=significance,
+        kind_counts=report.kind_counts(),
+        significance=_significance(pq_a, pq_b, n_bootstrap, confidence, seed),
     )
-    return CompareReport(run_a, run_b, aggregate_a, aggregate_b, deltas, per_query)
+    return report
 
 
+# Decoding builds hundreds of thousands of acyclic objects (golden queries, ids); they are
+# freed by reference counting when compare_runs returns, before the collector is back
+# (else its first pass would scan them all).
+@paused_gc()
 def compare_runs(
     store: Any,
     run_id_a: str,
@@ -610,19 +588,30 @@ def compare_runs(
     >>> report.deltas["mrr"], report.per_query[0].kind.value
     (0.5, 'Win')
     """
-    # Decoding builds hundreds of thousands of acyclic objects (golden queries, ids);
-    # they are freed by reference counting when _compare_stored returns, before the
-    # collector is back (else its first pass would scan them all).
-    with paused_gc():
-        return _compare_stored(
-            store,
-            run_id_a,
-            run_id_b,
-            strict_chunker_version=strict_chunker_version,
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
+    chunker_a, golden_text_a = store.run_header(run_id_a)
+    chunker_b, golden_text_b = store.run_header(run_id_b)
+    # Refuse before loading any results when strict matching is impossible.
+    mode = chunk_match_mode(run_id_a, run_id_b, chunker_a, chunker_b, strict=strict_chunker_version)
+    golden_a, golden_b = _golden_pair(golden_text_a, golden_text_b)
+    del golden_text_a, golden_text_b  # tens of megabytes for a large golden set
+    sides = [
+        _Side(store.load_columns(run_id), store.load_chunk_ids(run_id) or None)
+        for run_id in (run_id_a, run_id_b)
+    ]
+    return _compare(
+        run_id_a,
+        run_id_b,
+        golden_a,
+        golden_b,
+        sides[0],
+        sides[1],
+        chunker_version_a=chunker_a,
+        chunker_version_b=chunker_b,
+        mode=mode,
+        n_bootstrap=n_bootstrap,
+        confidence=confidence,
+        seed=seed,
+    )
 
 
 def _golden_pair(text_a: str, text_b: str) -> tuple[GoldenSet, GoldenSet]:
@@ -647,40 +636,4 @@ def _golden_pair(text_a: str, text_b: str) -> tuple[GoldenSet, GoldenSet]:
         sha256=snapshot_b.get("sha256"),
         source=snapshot_b.get("source"),
         expected_chunk_spans=dict(snapshot_b.get("expected_chunk_spans") or {}),
-    )
-
-
-def _compare_stored(
-    store: Any,
-    run_id_a: str,
-    run_id_b: str,
-    *,
-    strict_chunker_version: bool,
-    n_bootstrap: int,
-    confidence: float,
-    seed: int,
-) -> CompareReport:
-    chunker_a, golden_text_a = store.run_header(run_id_a)
-    chunker_b, golden_text_b = store.run_header(run_id_b)
-    # Refuse before loading any results when strict matching is impossible.
-    chunk_match_mode(run_id_a, run_id_b, chunker_a, chunker_b, strict=strict_chunker_version)
-    golden_a, golden_b = _golden_pair(golden_text_a, golden_text_b)
-    del golden_text_a, golden_text_b  # tens of megabytes for a large golden set
-    sides = [
-        _Side(store.load_columns(run_id), store.load_chunk_ids(run_id) or None)
-        for run_id in (run_id_a, run_id_b)
-    ]
-    return _compare(
-        run_id_a,
-        run_id_b,
-        golden_a,
-        golden_b,
-        sides[0],
-        sides[1],
-        chunker_version_a=chunker_a,
-        chunker_version_b=chunker_b,
-        strict_chunker_version=strict_chunker_version,
-        n_bootstrap=n_bootstrap,
-        confidence=confidence,
-        seed=seed,
     )

@@ -376,6 +376,10 @@ def _answer_null_reasons(counts: _AnswerCounts) -> dict[str, str]:
     return reasons
 
 
+# Decoding builds hundreds of thousands of acyclic objects (golden queries, ids); they are
+# freed by reference counting when compute_aggregate returns, before the collector is back
+# (else its first pass would scan them all).
+@paused_gc()
 def compute_aggregate(store: Any, run_id: str) -> AggregateMetrics:
     """Compute the aggregate of a stored run (exact chunk matching, its own golden snapshot).
 
@@ -401,14 +405,6 @@ def compute_aggregate(store: Any, run_id: str) -> AggregateMetrics:
     ...     compute_aggregate(s, "r1").mrr
     1.0
     """
-    # Decoding builds hundreds of thousands of acyclic objects (golden queries, ids);
-    # they are freed by reference counting when _aggregate_stored returns, before the
-    # collector is back (else its first pass would scan them all).
-    with paused_gc():
-        return _aggregate_stored(store, run_id)
-
-
-def _aggregate_stored(store: Any, run_id: str) -> AggregateMetrics:
     _, golden_text = store.run_header(run_id)
     golden = GoldenSet.from_snapshot_json(golden_text)
     inventory = store.load_chunk_ids(run_id) or None
