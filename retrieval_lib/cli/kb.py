@@ -275,15 +275,12 @@ def _run_compare(args: argparse.Namespace) -> int:
 def _print_metric_rows(rows: list[dict[Any, Any]], kind_counts: dict[str, int]) -> None:
     """One line per metric row of a kb comparison (A -> B, delta, CI and p where paired;
     ``p_holm`` when the row has it), then the outcome counts."""
-    from retrieval_lib.kb.report_md import format_value
+    from retrieval_lib.kb.report_md import format_ci, format_value
 
     for row in rows:
         ci = ""
         if row["paired_n"]:
-            ci = (
-                f"  CI [{format_value(row['ci_low'], signed=True)}, "
-                f"{format_value(row['ci_high'], signed=True)}]  p={format_value(row['wilcoxon_p'])}"
-            )
+            ci = f"  CI {format_ci(row)}  p={format_value(row['wilcoxon_p'])}"
             if "p_holm" in row:
                 ci += f"  p_holm={format_value(row['p_holm'])}"
         print(

@@ -105,7 +105,7 @@ class MultiCompareReport:
 
     def to_markdown(self) -> str:
         """A Markdown page: the summary table (names escaped), then each candidate's kinds."""
-        from retrieval_lib.kb.report_md import format_value
+        from retrieval_lib.kb.report_md import format_ci, format_value
         from retrieval_lib.safe_text import markdown_code, markdown_text
 
         summary = self.summary()
@@ -121,16 +121,10 @@ class MultiCompareReport:
             "|---|---|---:|---:|---:|---|---:|---:|",
         ]
         for row in summary.to_dict("records"):
-            ci = ""
-            if row["paired_n"]:
-                ci = (
-                    f"[{format_value(row['ci_low'], signed=True)}, "
-                    f"{format_value(row['ci_high'], signed=True)}]"
-                )
             lines.append(
                 f"| {markdown_text(row['run'])} | {markdown_text(row['metric'])} | "
                 f"{format_value(row['a'])} | {format_value(row['b'])} | "
-                f"{format_value(row['delta'], signed=True)} | {ci} | "
+                f"{format_value(row['delta'], signed=True)} | {format_ci(row)} | "
                 f"{format_value(row['wilcoxon_p'])} | {format_value(row['p_holm'])} |"
             )
         lines += ["", "| run | Win | Loss | Draw | Regression |", "|---|---:|---:|---:|---:|"]
