@@ -1,18 +1,13 @@
 """Compare two stored runs: metric deltas, per-query outcomes, and whether a delta is noise.
 
 Chunk matching
-    Same ``chunker_version`` (both equal, including both unset) → ``"exact"``: a hit is
-    relevant when its ``chunk_id`` is an expected chunk id. Different versions → chunk
-    ids are not comparable, so both runs are judged by the ``"fallback_doc_span"``
-    criterion (:mod:`retrieval_lib.kb.columns`): a hit counts when its
-    ``doc_id`` is expected and its spans cover at least half of the characters of an
-    expected chunk of that document. Expected chunk spans come from the golden snapshots
-    (resolved from each run's chunk inventory at ingest), run A's first. With
-    ``strict_chunker_version=True`` differing versions raise
-    :class:`~retrieval_lib.kb.exceptions.ChunkerVersionMismatchError` instead.
-    ``deltas["chunker_version_match"]`` records the mode; ``aggregate_a`` and
-    ``aggregate_b`` are computed under it (so in fallback mode their chunk-level metrics
-    differ from the exact ones stored with each run).
+    Equal ``chunker_version`` (both unset included) → ``"exact"``; different versions →
+    ``"fallback_doc_span"`` (document + ≥50% span coverage, :mod:`retrieval_lib.kb.columns`)
+    with the expected chunk spans of the golden snapshots, run A's first; with
+    ``strict_chunker_version=True``, :class:`~retrieval_lib.kb.exceptions.ChunkerVersionMismatchError`
+    instead. ``deltas["chunker_version_match"]`` records the mode; ``aggregate_a`` and
+    ``aggregate_b`` are computed under it (in fallback mode their chunk-level metrics differ
+    from the exact ones stored with each run).
 
 Per-query kinds (each query gets exactly one, with a ``note``)
     The query set is run A's golden snapshot, then queries only in B's; a query is
