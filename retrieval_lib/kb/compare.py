@@ -566,22 +566,14 @@ def compare_runs(
 
     Examples
     --------
-    >>> import tempfile, pathlib
+    >>> import tempfile, os
+    >>> from retrieval_lib.kb.examples import build_example_store
     >>> from retrieval_lib.kb.store import KBStore
-    >>> from retrieval_lib.kb.ingest import ingest_run
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "g.yaml").write_text(
-    ...     "- {id: q1, query: x, expected_doc_ids: [d1], expected_chunk_ids: [c1]}\\n")
-    >>> _ = (d / "a.jsonl").write_text('{"query_id": "q1", "hits": [{"chunk_id": "c0", '
-    ...     '"doc_id": "d0", "rank": 1}, {"chunk_id": "c1", "doc_id": "d1", "rank": 2}]}\\n')
-    >>> _ = (d / "b.jsonl").write_text(
-    ...     '{"query_id": "q1", "hits": [{"chunk_id": "c1", "doc_id": "d1", "rank": 1}]}\\n')
-    >>> with KBStore(d / "eval.sqlite") as s:
-    ...     _ = ingest_run(s, d / "a.jsonl", d / "g.yaml", run_id="a")
-    ...     _ = ingest_run(s, d / "b.jsonl", d / "g.yaml", run_id="b")
-    ...     report = compare_runs(s, "a", "b")
-    >>> report.deltas["mrr"], report.per_query[0].kind.value
-    (0.5, 'Win')
+    >>> db, a, b = build_example_store(os.path.join(tempfile.mkdtemp(), "eval.sqlite"))
+    >>> with KBStore(db) as store:
+    ...     report = compare_runs(store, a, b)
+    >>> report.chunker_version_match, report.kind_counts()
+    ('fallback_doc_span', {'Win': 2, 'Loss': 7, 'Draw': 15, 'Regression': 1})
     """
     chunker_a, golden_text_a = store.run_header(run_id_a)
     chunker_b, golden_text_b = store.run_header(run_id_b)

@@ -392,18 +392,14 @@ def compute_aggregate(store: Any, run_id: str) -> AggregateMetrics:
 
     Examples
     --------
-    >>> import tempfile, pathlib
+    >>> import tempfile, os
+    >>> from retrieval_lib.kb.examples import build_example_store
     >>> from retrieval_lib.kb.store import KBStore
-    >>> from retrieval_lib.kb.ingest import ingest_run
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "g.yaml").write_text(
-    ...     "- {id: q1, query: x, expected_doc_ids: [d1], expected_chunk_ids: [c1]}\\n")
-    >>> _ = (d / "r.jsonl").write_text(
-    ...     '{"query_id": "q1", "hits": [{"chunk_id": "c1", "doc_id": "d1", "rank": 1}]}\\n')
-    >>> with KBStore(d / "eval.sqlite") as s:
-    ...     _ = ingest_run(s, d / "r.jsonl", d / "g.yaml", run_id="r1")
-    ...     compute_aggregate(s, "r1").mrr
-    1.0
+    >>> db, a, _ = build_example_store(os.path.join(tempfile.mkdtemp(), "eval.sqlite"))
+    >>> with KBStore(db) as store:
+    ...     aggregate = compute_aggregate(store, a)
+    >>> round(aggregate.mrr, 4), aggregate.total_queries
+    (0.9048, 25)
     """
     _, golden_text = store.run_header(run_id)
     golden = GoldenSet.from_snapshot_json(golden_text)
