@@ -276,9 +276,20 @@ def metric_deltas(a: AggregateMetrics, b: AggregateMetrics) -> dict[str, Any]:
 
 
 class _Side:
-    """One run of a comparison: its columns and its chunk inventory (None: none)."""
+    """One run of a comparison: id, golden set, chunker version, columns and chunk
+    inventory (None: none)."""
 
-    def __init__(self, run: RunColumns, chunks: AbstractSet[str] | None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        golden: GoldenSet,
+        chunker_version: str | None,
+        run: RunColumns,
+        chunks: AbstractSet[str] | None,
+    ) -> None:
+        self.run_id = run_id
+        self.golden = golden
+        self.chunker_version = chunker_version
         self.run = run
         self.chunks = chunks
         self.row_of = run.row_of()
@@ -390,18 +401,10 @@ def compare_records(
         run_a, run_b, chunker_version_a, chunker_version_b, strict=strict_chunker_version
     )
     return _compare(
-        run_a,
-        run_b,
-        golden_a,
-        golden_b,
-        _Side(RunColumns.from_results(results_a), chunks_a),
-        _Side(RunColumns.from_results(results_b), chunks_b),
-        chunker_version_a=chunker_version_a,
-        chunker_version_b=chunker_version_b,
-        mode=mode,
-        n_bootstrap=n_bootstrap,
-        confidence=confidence,
-        seed=seed,
+        _Side(run_a, golden_a, chunker_version_a, RunColumns.from_results(results_a), chunks_a),
+        _Side(run_b, golden_b, chunker_version_b, RunColumns.from_results(results_b), chunks_b),
+        mode,
+        (n_bootstrap, confidence, seed),
     )
 
 
@@ -466,20 +469,10 @@ def _significance(
 
 
 def _compare(
-    run_a: str,
-    run_b: str,
-    golden_a: GoldenSet,
-    golden_b: GoldenSet,
-    side_a: _Side,
-    side_b: _Side,
-    *,
-    chunker_version_a: str | None,
-    chunker_version_b: str | None,
-    mode: str,
-    n_bootstrap: int,
-    confidence: float,
-    seed: int,
+    side_a: _Side, side_b: _Side, mode: str, bootstrap: tuple[int, float, int]
 ) -> CompareReport:
+    """The comparison of two runs; ``bootstrap`` is ``(n_bootstrap, confidence, seed)``."""
+    golden_a, golden_b = side_a.golden, side_b.golden
     spans: dict[str, Any] = dict(golden_b.expected_chunk_spans)
     spans.update(golden_a.expected_chunk_spans)
 
@@ -495,14 +488,14 @@ def _compare(
     # (the usual case) the per-query values above are reused.
     aggregate_a, aggregate_b = (
         aggregate_from_columns(
-            golden,
+            side.golden,
             side.run,
             side.chunks,
             mode=mode,
             expected_spans=spans,
-            per_query=pq if golden.queries == reference.queries else None,
+            per_query=pq if side.golden.queries == reference.queries else None,
         )
-        for side, golden, pq in ((side_a, golden_a, pq_a), (side_b, golden_b, pq_b))
+        for side, pq in ((side_a, pq_a), (side_b, pq_b))
     )
 
     reference_ids = reference.ids
@@ -526,13 +519,15 @@ def _compare(
         )
 
     deltas = metric_deltas(aggregate_a, aggregate_b)
-    report = CompareReport(run_a, run_b, aggregate_a, aggregate_b, deltas, per_query)
+    report = CompareReport(
+        side_a.run_id, side_b.run_id, aggregate_a, aggregate_b, deltas, per_query
+    )
     deltas.update(
         chunker_version_match=mode,
-        chunker_version_a=chunker_version_a,
-        chunker_version_b=chunker_version_b,
+        chunker_version_a=side_a.chunker_version,
+        chunker_version_b=side_b.chunker_version,
         kind_counts=report.kind_counts(),
-        significance=_significance(pq_a, pq_b, n_bootstrap, confidence, seed),
+        significance=_significance(pq_a, pq_b, *bootstrap),
     )
     return report
 
@@ -581,24 +576,20 @@ def compare_runs(
     mode = chunk_match_mode(run_id_a, run_id_b, chunker_a, chunker_b, strict=strict_chunker_version)
     golden_a, golden_b = _golden_pair(golden_text_a, golden_text_b)
     del golden_text_a, golden_text_b  # tens of megabytes for a large golden set
-    sides = [
-        _Side(store.load_columns(run_id), store.load_chunk_ids(run_id) or None)
-        for run_id in (run_id_a, run_id_b)
-    ]
-    return _compare(
-        run_id_a,
-        run_id_b,
-        golden_a,
-        golden_b,
-        sides[0],
-        sides[1],
-        chunker_version_a=chunker_a,
-        chunker_version_b=chunker_b,
-        mode=mode,
-        n_bootstrap=n_bootstrap,
-        confidence=confidence,
-        seed=seed,
+    side_a, side_b = (
+        _Side(
+            run_id,
+            golden,
+            chunker,
+            store.load_columns(run_id),
+            store.load_chunk_ids(run_id) or None,
+        )
+        for run_id, golden, chunker in (
+            (run_id_a, golden_a, chunker_a),
+            (run_id_b, golden_b, chunker_b),
+        )
     )
+    return _compare(side_a, side_b, mode, (n_bootstrap, confidence, seed))
 
 
 def _golden_pair(text_a: str, text_b: str) -> tuple[GoldenSet, GoldenSet]:
