@@ -309,38 +309,35 @@ def _print_metric_rows(rows: list[dict[Any, Any]], kind_counts: dict[str, int]) 
 
 def _run_runs(args: argparse.Namespace) -> int:
     from retrieval_lib.io import dumps_json
-    from retrieval_lib.kb.report_md import format_value
     from retrieval_lib.kb.store import KBStore
 
     with KBStore(args.db, create=False) as store:
-        runs = store.list_runs()
-        counts = {r.run_id: store.count_rows(r.run_id) for r in runs}
-    rows: list[dict[str, Any]] = [
-        {
-            "run_id": r.run_id,
-            "suite": r.suite,
-            "created_at": r.created_at,
-            "chunker_version": r.chunker_version,
-            "results": counts[r.run_id]["results"],
-            "chunks": counts[r.run_id]["chunks"],
-            "aggregate": r.aggregate,
-        }
-        for r in runs
-    ]
+        rows: list[dict[str, Any]] = [
+            {
+                "run_id": r.run_id,
+                "suite": r.suite,
+                "created_at": r.created_at,
+                "chunker_version": r.chunker_version,
+                **store.count_rows(r.run_id),  # results, chunks
+                "aggregate": r.aggregate,
+            }
+            for r in store.list_runs()
+        ]
     if args.json:
         sys.stdout.write(dumps_json(rows))
         return 0
     if not rows:
         print(f"no runs in {args.db}")
-        return 0
     for row in rows:
-        print(_run_line(row, format_value))
+        print(_run_line(row))
     return 0
 
 
-def _run_line(row: dict[str, Any], format_value: Any) -> str:
+def _run_line(row: dict[str, Any]) -> str:
     """One line of ``kb runs``: only what was recorded (no ``None`` placeholders)."""
-    agg = row["aggregate"] or {}
+    from retrieval_lib.kb.report_md import format_value
+
+    agg = row["aggregate"]
     if not agg:
         summary = "aggregate not computed (`retrieval-lib kb aggregate RUN` computes it)"
     else:
