@@ -34,7 +34,7 @@ import math
 import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -85,15 +85,9 @@ class IngestSummary:
     resumed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "results": self.results,
-            "chunks": self.chunks,
-            "golden_queries": self.golden_queries,
-            "missing_queries": self.missing_queries,
-            "results_sha256": self.results_sha256,
-            "warnings": list(self.warnings),
-        }
+        """Every field but ``resumed``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "resumed"}
+        return {**out, "warnings": list(self.warnings)}
 
 
 class _LineError(ValueError):
