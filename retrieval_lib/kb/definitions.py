@@ -1,9 +1,6 @@
 """Definitions the knowledge-base evaluation shares: cut-offs, match modes, null reasons.
 
-Imported by :mod:`~retrieval_lib.kb.columns` (per-query evaluation),
-:mod:`~retrieval_lib.kb.metrics` (aggregates) and :mod:`~retrieval_lib.kb.compare`; it
-imports nothing of the package, so those modules depend on it and never on each other in
-a circle.
+It imports nothing of the package, so every kb module can import it without a cycle.
 
 Examples
 --------
