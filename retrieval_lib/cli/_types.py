@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 
 
-def positive_int(text: str) -> int:
-    """An integer ≥ 1 (resample counts, minimum sizes, workers)."""
+def _integer(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1 (resample counts, minimum sizes, workers)."""
+    value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value

@@ -562,8 +562,7 @@ def compare_runs(
     Examples
     --------
     >>> import tempfile, os
-    >>> from retrieval_lib.kb.examples import build_example_store
-    >>> from retrieval_lib.kb.store import KBStore
+    >>> from retrieval_lib.kb import KBStore, build_example_store
     >>> db, a, b = build_example_store(os.path.join(tempfile.mkdtemp(), "eval.sqlite"))
     >>> with KBStore(db) as store:
     ...     report = compare_runs(store, a, b)
