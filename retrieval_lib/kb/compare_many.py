@@ -87,11 +87,6 @@ class MultiCompareReport:
         out["p_holm"] = holm(out["wilcoxon_p"].to_numpy(dtype=float)) if len(out) else []
         return out[list(SUMMARY_COLUMNS)]
 
-    def kind_counts(self) -> pd.DataFrame:
-        """Per candidate: the number of queries of each kind (Win/Loss/Draw/Regression)."""
-        rows = [{"run": r.run_b, **r.kind_counts()} for r in self.reports]
-        return pd.DataFrame(rows)
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the reference, each report's dict and the summary with ``p_holm``."""
         from retrieval_lib.stats.impact import json_records
