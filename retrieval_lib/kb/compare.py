@@ -230,32 +230,25 @@ def paired_delta_stats(
     if n == 0:
         out["reason"] = "no query is computable on both sides"
         return out
-    out["mean_delta"] = float(values.mean())
     from retrieval_lib.stats.intervals import bootstrap_mean_ci
+    from retrieval_lib.stats.paired_tests import wilcoxon_signed_rank
 
+    out["mean_delta"] = float(values.mean())
     out["ci_low"], out["ci_high"] = bootstrap_mean_ci(
         values, n_boot=n_bootstrap, seed=seed, alpha=1.0 - confidence
     )
     nonzero = int(np.count_nonzero(values))
-    wilcoxon: dict[str, Any] = {
-        "statistic": math.nan,
-        "p_value": math.nan,
+    # The project's one signed-rank test: exact by enumeration for small n, ties included;
+    # tie-corrected normal approximation for large n.
+    result = wilcoxon_signed_rank(values) if nonzero else None
+    out["wilcoxon"] = {
+        "statistic": math.nan if result is None else float(result.statistic),
+        "p_value": math.nan if result is None else float(result.p_value),
         "n_nonzero": nonzero,
         "zero_method": "wilcox",
         "alternative": "two-sided",
-        "reason": None,
+        "reason": None if nonzero else "every paired delta is zero",
     }
-    if nonzero == 0:
-        wilcoxon["reason"] = "every paired delta is zero"
-    else:
-        # The project's one signed-rank test: exact by enumeration for small n, ties
-        # included; tie-corrected normal approximation for large n.
-        from retrieval_lib.stats.paired_tests import wilcoxon_signed_rank
-
-        result = wilcoxon_signed_rank(values)
-        wilcoxon["statistic"] = float(result.statistic)
-        wilcoxon["p_value"] = float(result.p_value)
-    out["wilcoxon"] = wilcoxon
     return out
 
 
