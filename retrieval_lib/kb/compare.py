@@ -426,11 +426,7 @@ def _judge(
             kind, note = ComparisonKind.WIN, "should refuse: B refused, A did not"
         else:
             kind = ComparisonKind.DRAW
-            note = (
-                "should refuse: refused on both sides"
-                if a_ok
-                else "should refuse: refused on neither side"
-            )
+            note = f"should refuse: refused on {'both sides' if a_ok else 'neither side'}"
     elif not query.expected_chunk_ids:
         criterion = "doc"
         a_rank, b_rank = side_a.doc_rank(query), side_b.doc_rank(query)
