@@ -326,22 +326,20 @@ class RunColumnsBuilder:
 
     def build(self) -> RunColumns:
         """The accumulated columns."""
+        arrays: dict[str, Any] = {
+            name: np.array(getattr(self, f"_{name}"), dtype=dtype)
+            for name, dtype in _ARRAY_COLUMNS.items()
+        }
+        arrays["spans"] = arrays["spans"].reshape(-1, 2)
         return RunColumns(
             query_ids=list(self._query_ids),
             errors=list(self._errors),
             answer_texts=list(self._answer_texts),
-            answer_grounded=np.array(self._answer_grounded, dtype=np.int8),
-            citation_offsets=np.array(self._citation_offsets, dtype=np.int64),
-            citation_marker_codes=np.array(self._citation_marker_codes, dtype=np.int32),
             citation_markers=list(self._marker_code),
             citation_chunk_ids=list(self._citation_chunk_ids),
-            hit_offsets=np.array(self._hit_offsets, dtype=np.int64),
-            chunk_codes=np.array(self._chunk_codes, dtype=np.int32),
-            doc_codes=np.array(self._doc_codes, dtype=np.int32),
             chunk_ids=list(self._chunk_code),
             doc_ids=list(self._doc_code),
-            span_offsets=np.array(self._span_offsets, dtype=np.int64),
-            spans=np.array(self._spans, dtype=np.int64).reshape(-1, 2),
+            **arrays,
         )
 
 
