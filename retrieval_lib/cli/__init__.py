@@ -150,21 +150,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         return int(args._run(args) or 0)
-    except MissingExtraError as exc:
-        print(_missing_extras_message(args.command, [exc.module]), file=sys.stderr)
-        return 1
-    except ImportError as exc:
-        error = missing_extra(exc)
+    except (MissingExtraError, ImportError) as exc:
+        error = exc if isinstance(exc, MissingExtraError) else missing_extra(exc)
         if error is None:
             raise
         print(_missing_extras_message(args.command, [error.module]), file=sys.stderr)
         return 1
-    except UsageError as exc:
-        print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
-        return 2
     except RetrievalLibError as exc:
         print(f"retrieval-lib {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except OSError as exc:  # an unwritable --out, a folder given where a file is expected
         where = f" {exc.filename!r}" if exc.filename else ""
         print(f"retrieval-lib {args.command}: error:{where} {exc.strerror or exc}", file=sys.stderr)
@@ -172,5 +166,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 1

@@ -42,14 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def wants_dask(args: argparse.Namespace) -> bool:
-    return args.scheduler is not None or args.dask_workers is not None
-
-
 @contextlib.contextmanager
 def dask_mapper(args: argparse.Namespace, *, progress: bool = False) -> Iterator[Any]:
     """A :class:`~retrieval_lib.distributed.DaskMapper` for the options, or ``None``."""
-    if not wants_dask(args):
+    if args.scheduler is None and args.dask_workers is None:
         yield None
         return
     from retrieval_lib.distributed import DaskSpec

@@ -126,45 +126,49 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     _add_ingest(commands)
 
-    aggregate = commands.add_parser(
-        "aggregate",
-        help="recompute a run's aggregate metrics and store them",
-        description=(
-            "Compute the aggregate metrics of RUN from its stored results and golden "
-            "snapshot, write them to eval_runs.aggregate_json (4 decimals, NaN as null) "
-            "and print them."
-        ),
-    )
-    aggregate.add_argument("run_id", metavar="RUN", help="run id")
-    _db_option(aggregate)
-    aggregate.add_argument("--json", action="store_true", help="print AggregateMetrics as JSON")
-
+    _add_plain(commands, "aggregate")
     _add_compare(commands)
-
-    delete = commands.add_parser(
-        "delete",
-        help="delete a run with its results, chunks and aggregate",
-        description=(
-            "Delete RUN from the store: its row (snapshots and aggregate), its per-query "
-            "results, chunk inventory and result columns, in one transaction. An unknown "
-            "run id changes nothing and is an error naming the close run ids."
-        ),
-    )
-    delete.add_argument("run_id", metavar="RUN", help="run id (as `kb runs` lists it)")
-    _db_option(delete)
-    delete.add_argument("--json", action="store_true", help="print what was deleted as JSON")
-
-    runs = commands.add_parser(
-        "runs",
-        help="list stored runs with their aggregates",
-        description=(
-            "List the runs of the store in ingest order (oldest first) with their stored "
-            "aggregates; the chunker version is shown only when one was recorded."
-        ),
-    )
-    _db_option(runs)
-    runs.add_argument("--json", action="store_true", help="print the runs as a JSON list")
+    _add_plain(commands, "delete")
+    _add_plain(commands, "runs")
     return parser
+
+
+#: The ``kb`` sub-commands that take at most a RUN, ``--db`` and ``--json``:
+#: name -> (help, description, RUN's help or None without RUN, --json's help).
+_PLAIN_COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
+    "aggregate": (
+        "recompute a run's aggregate metrics and store them",
+        "Compute the aggregate metrics of RUN from its stored results and golden "
+        "snapshot, write them to eval_runs.aggregate_json (4 decimals, NaN as null) "
+        "and print them.",
+        "run id",
+        "print AggregateMetrics as JSON",
+    ),
+    "delete": (
+        "delete a run with its results, chunks and aggregate",
+        "Delete RUN from the store: its row (snapshots and aggregate), its per-query "
+        "results, chunk inventory and result columns, in one transaction. An unknown "
+        "run id changes nothing and is an error naming the close run ids.",
+        "run id (as `kb runs` lists it)",
+        "print what was deleted as JSON",
+    ),
+    "runs": (
+        "list stored runs with their aggregates",
+        "List the runs of the store in ingest order (oldest first) with their stored "
+        "aggregates; the chunker version is shown only when one was recorded.",
+        None,
+        "print the runs as a JSON list",
+    ),
+}
+
+
+def _add_plain(commands: argparse._SubParsersAction, name: str) -> None:
+    help_text, description, run_help, json_help = _PLAIN_COMMANDS[name]
+    command = commands.add_parser(name, help=help_text, description=description)
+    if run_help is not None:
+        command.add_argument("run_id", metavar="RUN", help=run_help)
+    _db_option(command)
+    command.add_argument("--json", action="store_true", help=json_help)
 
 
 def _summary_table(aggregate: Any) -> str:
@@ -241,32 +245,45 @@ def _run_aggregate(args: argparse.Namespace) -> int:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    from retrieval_lib.io import atomic_write_text
+    """``kb compare A B``, or ``A B C ...``: every run against A, p Holm-adjusted over runs
+    and metrics (:mod:`retrieval_lib.kb.compare_many`)."""
+    from retrieval_lib.io import atomic_write_text, dumps_json
     from retrieval_lib.kb.compare import compare_runs
-    from retrieval_lib.kb.exceptions import KBError
+    from retrieval_lib.kb.definitions import STORAGE_DIGITS
     from retrieval_lib.kb.report_md import render_report_md
     from retrieval_lib.kb.store import KBStore
 
-    if args.bootstrap < 1:
-        raise KBError("--bootstrap must be at least 1")
-    if args.more_runs:
-        return _run_compare_many(args)
+    options: dict[str, Any] = {
+        "strict_chunker_version": args.strict_chunker_version,
+        "n_bootstrap": args.bootstrap,
+        "seed": args.seed,
+    }
+    many = bool(args.more_runs)
+    result: Any
     with KBStore(args.db, create=False) as store:
-        report = compare_runs(
-            store,
-            args.run_a,
-            args.run_b,
-            strict_chunker_version=args.strict_chunker_version,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
-        )
+        if many:
+            from retrieval_lib.kb.compare_many import compare_many
+
+            result = compare_many(store, args.run_a, [args.run_b, *args.more_runs], **options)
+        else:
+            result = compare_runs(store, args.run_a, args.run_b, **options)
     if args.report:
-        atomic_write_text(args.report, render_report_md(report))
+        atomic_write_text(args.report, result.to_markdown() if many else render_report_md(result))
     if args.json:
-        sys.stdout.write(report.to_json())
+        sys.stdout.write(dumps_json(result.to_dict(), ndigits=STORAGE_DIGITS))
         return 0
-    print(f"{args.run_a} vs {args.run_b} (chunk matching: {report.chunker_version_match})")
-    _print_metric_rows(report.metric_rows(), report.kind_counts())
+    if many:
+        summary = result.summary()
+        print(
+            f"{len(result.reports)} runs against {args.run_a} (p Holm-adjusted over runs x metrics)"
+        )
+    for report in result.reports if many else [result]:
+        print(f"{args.run_a} vs {report.run_b} (chunk matching: {report.chunker_version_match})")
+        if many:
+            rows = summary[summary["run"] == report.run_b].to_dict("records")
+        else:
+            rows = report.metric_rows()
+        _print_metric_rows(rows, report.kind_counts())
     if args.report:
         print(f"report written to {args.report}")
     return 0
@@ -275,15 +292,12 @@ def _run_compare(args: argparse.Namespace) -> int:
 def _print_metric_rows(rows: list[dict[Any, Any]], kind_counts: dict[str, int]) -> None:
     """One line per metric row of a kb comparison (A -> B, delta, CI and p where paired;
     ``p_holm`` when the row has it), then the outcome counts."""
-    from retrieval_lib.kb.report_md import format_value
+    from retrieval_lib.kb.report_md import format_ci, format_value
 
     for row in rows:
         ci = ""
         if row["paired_n"]:
-            ci = (
-                f"  CI [{format_value(row['ci_low'], signed=True)}, "
-                f"{format_value(row['ci_high'], signed=True)}]  p={format_value(row['wilcoxon_p'])}"
-            )
+            ci = f"  CI {format_ci(row)}  p={format_value(row['wilcoxon_p'])}"
             if "p_holm" in row:
                 ci += f"  p_holm={format_value(row['p_holm'])}"
         print(
@@ -293,72 +307,37 @@ def _print_metric_rows(rows: list[dict[Any, Any]], kind_counts: dict[str, int]) 
     print("  " + ", ".join(f"{k}: {v}" for k, v in kind_counts.items()))
 
 
-def _run_compare_many(args: argparse.Namespace) -> int:
-    """``kb compare A B C ...``: every run against A (:mod:`retrieval_lib.kb.compare_many`)."""
-    from retrieval_lib.io import atomic_write_text, dumps_json
-    from retrieval_lib.kb.compare_many import compare_many
-    from retrieval_lib.kb.definitions import STORAGE_DIGITS
-    from retrieval_lib.kb.store import KBStore
-
-    with KBStore(args.db, create=False) as store:
-        many = compare_many(
-            store,
-            args.run_a,
-            [args.run_b, *args.more_runs],
-            strict_chunker_version=args.strict_chunker_version,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
-        )
-    if args.report:
-        atomic_write_text(args.report, many.to_markdown())
-    if args.json:
-        sys.stdout.write(dumps_json(many.to_dict(), ndigits=STORAGE_DIGITS, indent=2))
-        return 0
-    summary = many.summary()
-    print(f"{len(many.reports)} runs against {args.run_a} (p Holm-adjusted over runs x metrics)")
-    for report in many.reports:
-        print(f"{args.run_a} vs {report.run_b} (chunk matching: {report.chunker_version_match})")
-        rows = summary[summary["run"] == report.run_b].to_dict("records")
-        _print_metric_rows(rows, report.kind_counts())
-    if args.report:
-        print(f"report written to {args.report}")
-    return 0
-
-
 def _run_runs(args: argparse.Namespace) -> int:
     from retrieval_lib.io import dumps_json
-    from retrieval_lib.kb.report_md import format_value
     from retrieval_lib.kb.store import KBStore
 
     with KBStore(args.db, create=False) as store:
-        runs = store.list_runs()
-        counts = {r.run_id: store.count_rows(r.run_id) for r in runs}
-    rows: list[dict[str, Any]] = [
-        {
-            "run_id": r.run_id,
-            "suite": r.suite,
-            "created_at": r.created_at,
-            "chunker_version": r.chunker_version,
-            "results": counts[r.run_id]["results"],
-            "chunks": counts[r.run_id]["chunks"],
-            "aggregate": r.aggregate,
-        }
-        for r in runs
-    ]
+        rows: list[dict[str, Any]] = [
+            {
+                "run_id": r.run_id,
+                "suite": r.suite,
+                "created_at": r.created_at,
+                "chunker_version": r.chunker_version,
+                **store.count_rows(r.run_id),  # results, chunks
+                "aggregate": r.aggregate,
+            }
+            for r in store.list_runs()
+        ]
     if args.json:
         sys.stdout.write(dumps_json(rows))
         return 0
     if not rows:
         print(f"no runs in {args.db}")
-        return 0
     for row in rows:
-        print(_run_line(row, format_value))
+        print(_run_line(row))
     return 0
 
 
-def _run_line(row: dict[str, Any], format_value: Any) -> str:
+def _run_line(row: dict[str, Any]) -> str:
     """One line of ``kb runs``: only what was recorded (no ``None`` placeholders)."""
-    agg = row["aggregate"] or {}
+    from retrieval_lib.kb.report_md import format_value
+
+    agg = row["aggregate"]
     if not agg:
         summary = "aggregate not computed (`retrieval-lib kb aggregate RUN` computes it)"
     else:

@@ -108,25 +108,20 @@ def run(args: argparse.Namespace) -> int:
     # Refuse unknown names, bad types and out-of-range values before executing anything.
     base = check_parameters(base, spec, notebook=notebook.name)
     out_root = Path(args.out)
-    targets: list[tuple[Path, dict[str, Any]]] = []
-    if args.paths:
-        if "run_dir" not in spec:
+    if "run_dir" not in spec:
+        if args.paths:
             raise UsageError(f"{notebook.name} takes no run folder; give its parameters with -f")
-        for raw in args.paths:
-            run_dir = _evaluated_run(raw)
-            targets.append((out_root / run_dir.name, {**base, "run_dir": str(run_dir)}))
-    elif "run_dir" in spec:
-        if not base.get("run_dir"):
+        targets = [(out_root / notebook.stem, dict(base))]
+    else:
+        raws = args.paths or ([str(base["run_dir"])] if base.get("run_dir") else [])
+        if not raws:
             raise UsageError(
                 "give an evaluated run folder (PATH) or run_dir in the parameter file (-f)"
             )
-        run_dir = _evaluated_run(str(base["run_dir"]))
-        targets.append((out_root / run_dir.name, {**base, "run_dir": str(run_dir)}))
-    else:
-        targets.append((out_root / notebook.stem, dict(base)))
-    for _folder, values in targets:
-        if "run_dir" in values and Path(values["run_dir"]).is_dir():
-            _check_configs(Path(values["run_dir"]), values)
+        run_dirs = [_evaluated_run(raw) for raw in raws]
+        targets = [(out_root / d.name, {**base, "run_dir": str(d)}) for d in run_dirs]
+        for run_dir, (_, values) in zip(run_dirs, targets, strict=True):
+            _check_configs(run_dir, values)
     for folder, values in targets:
         if "output_dir" in spec and not values.get("output_dir"):
             values["output_dir"] = str(folder.resolve())

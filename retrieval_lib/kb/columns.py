@@ -1,42 +1,36 @@
 """A run's results in columns, and the per-query evaluation computed from them.
 
-This is the one evaluation path of the knowledge-base metrics. Ingest stores each run in
-columns (``eval_run_columns``; see :mod:`retrieval_lib.kb.store`): per query its id,
-error and answer; per hit, in query then rank order, integer codes of its ``chunk_id``
-and ``doc_id`` (into per-run dictionaries) and its spans, as packed little-endian
-arrays. Records held in memory (the Python API, small runs) are put into the same
-columns by :class:`RunColumnsBuilder` (:meth:`RunColumns.from_results`). Scores and extra
-fields are not needed by any metric and stay in the JSON documents only.
+The one evaluation path of the knowledge-base metrics. Ingest stores each run in columns
+(``eval_run_columns``, :mod:`retrieval_lib.kb.store`): per query its id, error and answer;
+per hit, in query then rank order, integer codes of its ``chunk_id`` and ``doc_id`` (into
+per-run dictionaries) and its spans, as packed little-endian arrays. Records held in memory
+are put into the same columns (:meth:`RunColumns.from_results`). Scores and extra fields
+are used by no metric and stay in the JSON documents only.
 
 :func:`evaluate_columns` gives the per-query values (:class:`PerQueryMetrics`) that
 :mod:`retrieval_lib.kb.metrics` aggregates and :mod:`retrieval_lib.kb.compare` pairs.
 Which hit is relevant:
 
 ``"exact"``
-    its ``chunk_id`` is an expected chunk id (integer keys, ``numpy.isin``).
+    its ``chunk_id`` is an expected chunk id.
 ``"fallback_doc_span"``
     its ``doc_id`` is the document of an expected chunk and its spans cover at least
     half of that chunk's characters (``2 * covered >= total``; both span lists merged
     first, so overlaps count once). The first such expected chunk, in
-    ``expected_chunk_ids`` order, is the one it matched. The kernel is given the matching
-    hits plus a placeholder for the expected region, so a query whose region is known
-    but not retrieved is a miss (0), and one whose expected chunks have no known spans
+    ``expected_chunk_ids`` order, is the one it matched. A query whose expected region is
+    known but not retrieved is a miss (0); one whose expected chunks have no known spans
     is not computable (NaN, reason in ``not_computable``).
 
-The ranking metrics then come from one call of the shared kernel
-:func:`retrieval_lib.metrics.ranking.evaluate_rankings` per run. Hit@k, RR@10 and R@k
-(k <= 10) of a query depend only on which of its positions 1..10 hold a relevant hit and
-on the size of its relevant set (what ``R@k`` divides by; 0 means not computable, NaN).
-So each query is reduced to that *pattern*, each distinct pattern (a few hundred at
-most, whatever the number of queries) is given to the kernel once as a
-*position-coded* ranking ``(1, 2, …, m)`` whose relevant set holds the relevant positions
-plus distinct negative fillers up to the set's size, and the kernel's values are copied
-to the queries with that pattern: the kernel's own values for the original ids.
-``tests/kb/record_oracle.py`` computes the same values record by record, the plain way,
-and the tests check both agree bit for bit on randomised runs.
+The ranking metrics come from the shared kernel
+:func:`retrieval_lib.metrics.ranking.evaluate_rankings`. Hit@k, RR@10 and R@k (k <= 10) of
+a query depend only on which of its positions 1..10 hold a relevant hit and on the size of
+its relevant set (what ``R@k`` divides by; 0: not computable, NaN). Each distinct such
+*pattern* (a few hundred at most) is scored once as a position-coded ranking and its values
+are copied to the queries that have it. ``tests/kb/record_oracle.py`` computes the same
+values record by record; the tests check both agree bit for bit on randomised runs.
 
-Why one module of this length: the column layout and the per-query evaluation over it
-are the one evaluation path, and share the packed arrays and their dictionaries.
+Over 700 lines because the column layout and the evaluation over it share the packed
+arrays and their dictionaries.
 """
 
 from __future__ import annotations
@@ -54,11 +48,11 @@ import orjson
 from retrieval_lib.kb.definitions import (
     K_VALUES,
     MATCH_EXACT,
+    MATCH_MODES,
     MRR_CUTOFF,
     REASON_NO_INVENTORY_MATCH,
     REASON_NO_SPANS,
     REASON_NOT_IN_INVENTORY,
-    check_mode,
 )
 from retrieval_lib.kb.golden import GoldenSet
 from retrieval_lib.kb.records import QueryResult
@@ -92,8 +86,8 @@ def stored_format(meta: bytes) -> str | None:
 
 _INT32 = np.dtype("<i4")
 _INT64 = np.dtype("<i8")
+#: Columns stored as JSON lists, besides the ``meta`` object.
 _JSON_COLUMNS = (
-    "meta",
     "query_ids",
     "errors",
     "answer_texts",
@@ -204,40 +198,23 @@ class RunColumns:
 
     def encode(self) -> dict[str, bytes]:
         """Column name → bytes, as stored in ``eval_run_columns``."""
+        dtypes = dict(_ARRAY_COLUMNS)
+        for name in _NARROWABLE:
+            if _fits_int32(getattr(self, name)):
+                dtypes[name] = _INT32
         meta = {
             "format": COLUMNS_FORMAT,
             "rows": self.n_rows,
             "hits": int(self.chunk_codes.size),
             "spans": int(self.spans.shape[0]),
+            "dtypes": {name: dtypes[name].str for name in _NARROWABLE},
         }
-        out = {
-            "meta": orjson.dumps(meta, option=orjson.OPT_SORT_KEYS),
-            "query_ids": orjson.dumps(self.query_ids),
-            "errors": orjson.dumps(self.errors),
-            "answer_texts": orjson.dumps(self.answer_texts),
-            "citation_markers": orjson.dumps(self.citation_markers),
-            "citation_chunk_ids": orjson.dumps(self.citation_chunk_ids),
-            "chunk_ids": orjson.dumps(self.chunk_ids),
-            "doc_ids": orjson.dumps(self.doc_ids),
-        }
-        arrays = {
-            "hit_offsets": self.hit_offsets,
-            "answer_grounded": self.answer_grounded,
-            "citation_offsets": self.citation_offsets,
-            "citation_marker_codes": self.citation_marker_codes,
-            "chunk_codes": self.chunk_codes,
-            "doc_codes": self.doc_codes,
-            "span_offsets": self.span_offsets,
-            "spans": self.spans,
-        }
-        dtypes = {name: _ARRAY_COLUMNS[name] for name in arrays}
-        for name in _NARROWABLE:
-            if _fits_int32(arrays[name]):
-                dtypes[name] = _INT32
-        meta["dtypes"] = {name: dtypes[name].str for name in _NARROWABLE}
-        out["meta"] = orjson.dumps(meta, option=orjson.OPT_SORT_KEYS)
-        for name, values in arrays.items():
-            out[name] = np.ascontiguousarray(values, dtype=dtypes[name]).tobytes()
+        out = {"meta": orjson.dumps(meta, option=orjson.OPT_SORT_KEYS)}
+        out.update((name, orjson.dumps(getattr(self, name))) for name in _JSON_COLUMNS)
+        out.update(
+            (name, np.ascontiguousarray(getattr(self, name), dtype=dtype).tobytes())
+            for name, dtype in dtypes.items()
+        )
         return out
 
     @classmethod
@@ -249,33 +226,18 @@ class RunColumns:
         ValueError
             A column is missing, the format tag is unknown or the sizes disagree.
         """
-        missing = sorted((set(_JSON_COLUMNS) | set(_ARRAY_COLUMNS)) - set(columns))
+        missing = sorted({"meta", *_JSON_COLUMNS, *_ARRAY_COLUMNS} - set(columns))
         if missing:
             raise ValueError(f"run columns incomplete: missing {missing}")
         meta = orjson.loads(columns["meta"])
         if meta.get("format") != COLUMNS_FORMAT:
             raise ValueError(f"run columns of format {meta.get('format')!r}, not {COLUMNS_FORMAT}")
-        dtypes = dict(_ARRAY_COLUMNS)
-        for name, dtype in meta.get("dtypes", {}).items():
-            dtypes[name] = np.dtype(dtype)
-        arrays = {name: np.frombuffer(columns[name], dtype=dtypes[name]) for name in dtypes}
-        decoded = cls(
-            query_ids=orjson.loads(columns["query_ids"]),
-            errors=orjson.loads(columns["errors"]),
-            answer_texts=orjson.loads(columns["answer_texts"]),
-            answer_grounded=arrays["answer_grounded"],
-            citation_offsets=arrays["citation_offsets"],
-            citation_marker_codes=arrays["citation_marker_codes"],
-            citation_markers=orjson.loads(columns["citation_markers"]),
-            citation_chunk_ids=orjson.loads(columns["citation_chunk_ids"]),
-            hit_offsets=arrays["hit_offsets"],
-            chunk_codes=arrays["chunk_codes"],
-            doc_codes=arrays["doc_codes"],
-            chunk_ids=orjson.loads(columns["chunk_ids"]),
-            doc_ids=orjson.loads(columns["doc_ids"]),
-            span_offsets=arrays["span_offsets"],
-            spans=arrays["spans"].reshape(-1, 2),
-        )
+        dtypes = {**_ARRAY_COLUMNS, **{n: np.dtype(d) for n, d in meta.get("dtypes", {}).items()}}
+        arrays: dict[str, Any] = {
+            n: np.frombuffer(columns[n], dtype=dtypes[n]) for n in _ARRAY_COLUMNS
+        }
+        arrays["spans"] = arrays["spans"].reshape(-1, 2)
+        decoded = cls(**{name: orjson.loads(columns[name]) for name in _JSON_COLUMNS}, **arrays)
         rows, hits = meta["rows"], meta["hits"]
         if not (
             len(decoded.query_ids) == len(decoded.errors) == len(decoded.answer_texts) == rows
@@ -364,22 +326,20 @@ class RunColumnsBuilder:
 
     def build(self) -> RunColumns:
         """The accumulated columns."""
+        arrays: dict[str, Any] = {
+            name: np.array(getattr(self, f"_{name}"), dtype=dtype)
+            for name, dtype in _ARRAY_COLUMNS.items()
+        }
+        arrays["spans"] = arrays["spans"].reshape(-1, 2)
         return RunColumns(
             query_ids=list(self._query_ids),
             errors=list(self._errors),
             answer_texts=list(self._answer_texts),
-            answer_grounded=np.array(self._answer_grounded, dtype=np.int8),
-            citation_offsets=np.array(self._citation_offsets, dtype=np.int64),
-            citation_marker_codes=np.array(self._citation_marker_codes, dtype=np.int32),
             citation_markers=list(self._marker_code),
             citation_chunk_ids=list(self._citation_chunk_ids),
-            hit_offsets=np.array(self._hit_offsets, dtype=np.int64),
-            chunk_codes=np.array(self._chunk_codes, dtype=np.int32),
-            doc_codes=np.array(self._doc_codes, dtype=np.int32),
             chunk_ids=list(self._chunk_code),
             doc_ids=list(self._doc_code),
-            span_offsets=np.array(self._span_offsets, dtype=np.int64),
-            spans=np.array(self._spans, dtype=np.int64).reshape(-1, 2),
+            **arrays,
         )
 
 
@@ -388,14 +348,9 @@ class RunColumnsBuilder:
 
 @dataclass(frozen=True)
 class _ScoredHits:
-    """The hits that count for a list of golden queries (index g), flattened.
+    """The hits that count for a list of golden queries (index g), flattened (missing and
+    failed queries have none)."""
 
-    Missing and failed queries have none. ``position`` is the 1-based rank.
-    """
-
-    rows: np.ndarray  # per g: run row, -1 when the run has no result line
-    ran: np.ndarray  # per g: a result line without error
-    n_hits: np.ndarray  # per g: hits that count (0 when missing or failed)
     query: np.ndarray  # per hit: g
     position: np.ndarray  # per hit: 1-based rank
     hit: np.ndarray  # per hit: index into the run's hit arrays
@@ -414,7 +369,7 @@ def _scored_hits(run: RunColumns, query_ids: Sequence[str]) -> _ScoredHits:
     position = np.arange(query.size, dtype=np.int64) - first[query] + 1
     starts = run.hit_offsets[:-1][np.where(present, rows, 0)] if run.n_rows else n_hits
     hit = starts[query] + position - 1
-    return _ScoredHits(rows, ran, n_hits, query, position, hit)
+    return _ScoredHits(query, position, hit)
 
 
 # -- span matching over flattened spans ------------------------------------------------------
@@ -750,7 +705,8 @@ def evaluate_columns(
     >>> float(pq.reciprocal_rank[0]), pq.first_hit_rank
     (0.5, [2])
     """
-    check_mode(mode)
+    if mode not in MATCH_MODES:
+        raise ValueError(f"unknown chunk-match mode {mode!r}")
     n = len(golden)
     scored = _scored_hits(run, golden.ids)
     n_chunks = max(len(run.chunk_ids), 1)

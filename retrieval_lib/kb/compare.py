@@ -1,18 +1,13 @@
 """Compare two stored runs: metric deltas, per-query outcomes, and whether a delta is noise.
 
 Chunk matching
-    Same ``chunker_version`` (both equal, including both unset) → ``"exact"``: a hit is
-    relevant when its ``chunk_id`` is an expected chunk id. Different versions → chunk
-    ids are not comparable, so both runs are judged by the ``"fallback_doc_span"``
-    criterion (:mod:`retrieval_lib.kb.columns`): a hit counts when its
-    ``doc_id`` is expected and its spans cover at least half of the characters of an
-    expected chunk of that document. Expected chunk spans come from the golden snapshots
-    (resolved from each run's chunk inventory at ingest), run A's first. With
-    ``strict_chunker_version=True`` differing versions raise
-    :class:`~retrieval_lib.kb.exceptions.ChunkerVersionMismatchError` instead.
-    ``deltas["chunker_version_match"]`` records the mode; ``aggregate_a`` and
-    ``aggregate_b`` are computed under it (so in fallback mode their chunk-level metrics
-    differ from the exact ones stored with each run).
+    Equal ``chunker_version`` (both unset included) → ``"exact"``; different versions →
+    ``"fallback_doc_span"`` (document + ≥50% span coverage, :mod:`retrieval_lib.kb.columns`)
+    with the expected chunk spans of the golden snapshots, run A's first; with
+    ``strict_chunker_version=True``, :class:`~retrieval_lib.kb.exceptions.ChunkerVersionMismatchError`
+    instead. ``deltas["chunker_version_match"]`` records the mode; ``aggregate_a`` and
+    ``aggregate_b`` are computed under it (in fallback mode their chunk-level metrics differ
+    from the exact ones stored with each run).
 
 Per-query kinds (each query gets exactly one, with a ``note``)
     The query set is run A's golden snapshot, then queries only in B's; a query is
@@ -73,7 +68,7 @@ from retrieval_lib.kb.definitions import (
 )
 from retrieval_lib.kb.exceptions import ChunkerVersionMismatchError
 from retrieval_lib.kb.golden import GoldenQuery, GoldenSet
-from retrieval_lib.kb.metrics import AggregateMetrics, aggregate_from_columns
+from retrieval_lib.kb.metrics import RATE_FIELDS, AggregateMetrics, aggregate_from_columns
 from retrieval_lib.kb.records import QueryResult, paused_gc
 
 __all__ = [
@@ -235,32 +230,25 @@ def paired_delta_stats(
     if n == 0:
         out["reason"] = "no query is computable on both sides"
         return out
-    out["mean_delta"] = float(values.mean())
     from retrieval_lib.stats.intervals import bootstrap_mean_ci
+    from retrieval_lib.stats.paired_tests import wilcoxon_signed_rank
 
+    out["mean_delta"] = float(values.mean())
     out["ci_low"], out["ci_high"] = bootstrap_mean_ci(
         values, n_boot=n_bootstrap, seed=seed, alpha=1.0 - confidence
     )
     nonzero = int(np.count_nonzero(values))
-    wilcoxon: dict[str, Any] = {
-        "statistic": math.nan,
-        "p_value": math.nan,
+    # The project's one signed-rank test: exact by enumeration for small n, ties included;
+    # tie-corrected normal approximation for large n.
+    result = wilcoxon_signed_rank(values) if nonzero else None
+    out["wilcoxon"] = {
+        "statistic": math.nan if result is None else float(result.statistic),
+        "p_value": math.nan if result is None else float(result.p_value),
         "n_nonzero": nonzero,
         "zero_method": "wilcox",
         "alternative": "two-sided",
-        "reason": None,
+        "reason": None if nonzero else "every paired delta is zero",
     }
-    if nonzero == 0:
-        wilcoxon["reason"] = "every paired delta is zero"
-    else:
-        # The project's one signed-rank test: exact by enumeration for small n, ties
-        # included; tie-corrected normal approximation for large n.
-        from retrieval_lib.stats.paired_tests import wilcoxon_signed_rank
-
-        result = wilcoxon_signed_rank(values)
-        wilcoxon["statistic"] = float(result.statistic)
-        wilcoxon["p_value"] = float(result.p_value)
-    out["wilcoxon"] = wilcoxon
     return out
 
 
@@ -270,12 +258,10 @@ def metric_deltas(a: AggregateMetrics, b: AggregateMetrics) -> dict[str, Any]:
         "hit_at_k": {str(k): b.hit_at_k[k] - a.hit_at_k[k] for k in K_VALUES},
         "mrr": b.mrr - a.mrr,
         "recall_at_k_doc": {str(k): b.recall_at_k_doc[k] - a.recall_at_k_doc[k] for k in K_VALUES},
-        "citation_coverage": b.citation_coverage - a.citation_coverage,
-        "groundedness": b.groundedness - a.groundedness,
-        "empty_result_rate": b.empty_result_rate - a.empty_result_rate,
-        "refusal_correctness": b.refusal_correctness - a.refusal_correctness,
-        "total_queries": b.total_queries - a.total_queries,
-        "failed_queries": b.failed_queries - a.failed_queries,
+        **{
+            name: getattr(b, name) - getattr(a, name)
+            for name in (*RATE_FIELDS, "total_queries", "failed_queries")
+        },
     }
 
 
@@ -283,28 +269,23 @@ def metric_deltas(a: AggregateMetrics, b: AggregateMetrics) -> dict[str, Any]:
 
 
 class _Side:
-    """One run of a comparison: its columns and its chunk inventory (None: none)."""
+    """One run of a comparison: id, golden set, chunker version, columns and chunk
+    inventory (None: none)."""
 
-    def __init__(self, run: RunColumns, chunks: AbstractSet[str] | None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        golden: GoldenSet,
+        chunker_version: str | None,
+        run: RunColumns,
+        chunks: AbstractSet[str] | None,
+    ) -> None:
+        self.run_id = run_id
+        self.golden = golden
+        self.chunker_version = chunker_version
         self.run = run
         self.chunks = chunks
         self.row_of = run.row_of()
-
-    def evaluate(self, golden: GoldenSet, mode: str, spans: Mapping[str, Any]) -> PerQueryMetrics:
-        return evaluate_columns(
-            golden, self.run, mode=mode, expected_spans=spans, inventory_ids=self.chunks
-        )
-
-    def aggregate(
-        self,
-        golden: GoldenSet,
-        mode: str,
-        spans: Mapping[str, Any],
-        per_query: PerQueryMetrics | None,
-    ) -> AggregateMetrics:
-        return aggregate_from_columns(
-            golden, self.run, self.chunks, mode=mode, expected_spans=spans, per_query=per_query
-        )
 
     def side_notes(self, side: str, query_ids: list[str]) -> dict[str, str]:
         """Notes of the queries without a result or with an error in this run."""
@@ -409,19 +390,14 @@ def compare_records(
     (:meth:`~retrieval_lib.kb.columns.RunColumns.from_results`) and compared as stored
     runs are. See the module docstring for matching, kinds and statistics.
     """
+    mode = chunk_match_mode(
+        run_a, run_b, chunker_version_a, chunker_version_b, strict=strict_chunker_version
+    )
     return _compare(
-        run_a,
-        run_b,
-        golden_a,
-        golden_b,
-        _Side(RunColumns.from_results(results_a), chunks_a),
-        _Side(RunColumns.from_results(results_b), chunks_b),
-        chunker_version_a=chunker_version_a,
-        chunker_version_b=chunker_version_b,
-        strict_chunker_version=strict_chunker_version,
-        n_bootstrap=n_bootstrap,
-        confidence=confidence,
-        seed=seed,
+        _Side(run_a, golden_a, chunker_version_a, RunColumns.from_results(results_a), chunks_a),
+        _Side(run_b, golden_b, chunker_version_b, RunColumns.from_results(results_b), chunks_b),
+        mode,
+        (n_bootstrap, confidence, seed),
     )
 
 
@@ -450,11 +426,7 @@ def _judge(
             kind, note = ComparisonKind.WIN, "should refuse: B refused, A did not"
         else:
             kind = ComparisonKind.DRAW
-            note = (
-                "should refuse: refused on both sides"
-                if a_ok
-                else "should refuse: refused on neither side"
-            )
+            note = f"should refuse: refused on {'both sides' if a_ok else 'neither side'}"
     elif not query.expected_chunk_ids:
         criterion = "doc"
         a_rank, b_rank = side_a.doc_rank(query), side_b.doc_rank(query)
@@ -477,42 +449,19 @@ def _significance(
     pq_a: PerQueryMetrics, pq_b: PerQueryMetrics, n_bootstrap: int, confidence: float, seed: int
 ) -> dict[str, Any]:
     """Paired bootstrap CI and Wilcoxon test of the per-query MRR and hit@k deltas (B − A)."""
-    significance: dict[str, Any] = {
-        "mrr": paired_delta_stats(
-            pq_b.reciprocal_rank - pq_a.reciprocal_rank,
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
+    pairs = {"mrr": (pq_a.reciprocal_rank, pq_b.reciprocal_rank)}
+    pairs.update({f"hit@{k}": (pq_a.hit_at_k[k], pq_b.hit_at_k[k]) for k in K_VALUES})
+    return {
+        name: paired_delta_stats(b - a, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+        for name, (a, b) in pairs.items()
     }
-    for k in K_VALUES:
-        significance[f"hit@{k}"] = paired_delta_stats(
-            pq_b.hit_at_k[k] - pq_a.hit_at_k[k],
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
-        )
-    return significance
 
 
 def _compare(
-    run_a: str,
-    run_b: str,
-    golden_a: GoldenSet,
-    golden_b: GoldenSet,
-    side_a: _Side,
-    side_b: _Side,
-    *,
-    chunker_version_a: str | None,
-    chunker_version_b: str | None,
-    strict_chunker_version: bool,
-    n_bootstrap: int,
-    confidence: float,
-    seed: int,
+    side_a: _Side, side_b: _Side, mode: str, bootstrap: tuple[int, float, int]
 ) -> CompareReport:
-    mode = chunk_match_mode(
-        run_a, run_b, chunker_version_a, chunker_version_b, strict=strict_chunker_version
-    )
+    """The comparison of two runs; ``bootstrap`` is ``(n_bootstrap, confidence, seed)``."""
+    golden_a, golden_b = side_a.golden, side_b.golden
     spans: dict[str, Any] = dict(golden_b.expected_chunk_spans)
     spans.update(golden_a.expected_chunk_spans)
 
@@ -520,15 +469,22 @@ def _compare(
         queries=tuple(golden_a.queries) + tuple(q for q in golden_b if q.id not in golden_a),
         expected_chunk_spans=spans,
     )
-    pq_a = side_a.evaluate(reference, mode, spans)
-    pq_b = side_b.evaluate(reference, mode, spans)
+    pq_a, pq_b = (
+        evaluate_columns(reference, s.run, mode=mode, expected_spans=spans, inventory_ids=s.chunks)
+        for s in (side_a, side_b)
+    )
     # Each aggregate uses its run's own golden snapshot; when that is the reference set
     # (the usual case) the per-query values above are reused.
-    aggregate_a = side_a.aggregate(
-        golden_a, mode, spans, pq_a if golden_a.queries == reference.queries else None
-    )
-    aggregate_b = side_b.aggregate(
-        golden_b, mode, spans, pq_b if golden_b.queries == reference.queries else None
+    aggregate_a, aggregate_b = (
+        aggregate_from_columns(
+            side.golden,
+            side.run,
+            side.chunks,
+            mode=mode,
+            expected_spans=spans,
+            per_query=pq if side.golden.queries == reference.queries else None,
+        )
+        for side, pq in ((side_a, pq_a), (side_b, pq_b))
     )
 
     reference_ids = reference.ids
@@ -537,7 +493,8 @@ def _compare(
     n_a = len(golden_a)  # the reference set is A's queries, then those only in B
     per_query: list[QueryComparison] = []
     for i, query in enumerate(reference):
-        notes = []
+        kind, note, a_rank, b_rank, criterion = _judge(query, i, side_a, side_b, pq_a, pq_b)
+        notes = [note]
         entry_b = golden_b.get(query.id)
         if i >= n_a:
             notes.append("not in run A's golden set")
@@ -545,31 +502,29 @@ def _compare(
             notes.append("not in run B's golden set")
         elif entry_b is not query and entry_b != query:
             notes.append("golden entry differs between the runs; judged by A's")
-        kind, note, a_rank, b_rank, criterion = _judge(query, i, side_a, side_b, pq_a, pq_b)
-        notes.insert(0, note)
-        side_note = notes_a.get(query.id)
-        if side_note is not None:
-            notes.append(side_note)
-        side_note = notes_b.get(query.id)
-        if side_note is not None:
-            notes.append(side_note)
+        notes += [n for n in (notes_a.get(query.id), notes_b.get(query.id)) if n is not None]
         per_query.append(
             QueryComparison(query.id, kind, a_rank, b_rank, "; ".join(notes), criterion)
         )
 
-    significance = _significance(pq_a, pq_b, n_bootstrap, confidence, seed)
-    counts = Counter(q.kind.value for q in per_query)
     deltas = metric_deltas(aggregate_a, aggregate_b)
+    report = CompareReport(
+        side_a.run_id, side_b.run_id, aggregate_a, aggregate_b, deltas, per_query
+    )
     deltas.update(
         chunker_version_match=mode,
-        chunker_version_a=chunker_version_a,
-        chunker_version_b=chunker_version_b,
-        kind_counts={kind.value: counts.get(kind.value, 0) for kind in ComparisonKind},
-        significance=significance,
+        chunker_version_a=side_a.chunker_version,
+        chunker_version_b=side_b.chunker_version,
+        kind_counts=report.kind_counts(),
+        significance=_significance(pq_a, pq_b, *bootstrap),
     )
-    return CompareReport(run_a, run_b, aggregate_a, aggregate_b, deltas, per_query)
+    return report
 
 
+# Decoding builds hundreds of thousands of acyclic objects (golden queries, ids); they are
+# freed by reference counting when compare_runs returns, before the collector is back
+# (else its first pass would scan them all).
+@paused_gc()
 def compare_runs(
     store: Any,
     run_id_a: str,
@@ -595,36 +550,34 @@ def compare_runs(
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from retrieval_lib.kb.store import KBStore
-    >>> from retrieval_lib.kb.ingest import ingest_run
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "g.yaml").write_text(
-    ...     "- {id: q1, query: x, expected_doc_ids: [d1], expected_chunk_ids: [c1]}\\n")
-    >>> _ = (d / "a.jsonl").write_text('{"query_id": "q1", "hits": [{"chunk_id": "c0", '
-    ...     '"doc_id": "d0", "rank": 1}, {"chunk_id": "c1", "doc_id": "d1", "rank": 2}]}\\n')
-    >>> _ = (d / "b.jsonl").write_text(
-    ...     '{"query_id": "q1", "hits": [{"chunk_id": "c1", "doc_id": "d1", "rank": 1}]}\\n')
-    >>> with KBStore(d / "eval.sqlite") as s:
-    ...     _ = ingest_run(s, d / "a.jsonl", d / "g.yaml", run_id="a")
-    ...     _ = ingest_run(s, d / "b.jsonl", d / "g.yaml", run_id="b")
-    ...     report = compare_runs(s, "a", "b")
-    >>> report.deltas["mrr"], report.per_query[0].kind.value
-    (0.5, 'Win')
+    >>> import tempfile, os
+    >>> from retrieval_lib.kb import KBStore, build_example_store
+    >>> db, a, b = build_example_store(os.path.join(tempfile.mkdtemp(), "eval.sqlite"))
+    >>> with KBStore(db) as store:
+    ...     report = compare_runs(store, a, b)
+    >>> report.chunker_version_match, report.kind_counts()
+    ('fallback_doc_span', {'Win': 2, 'Loss': 7, 'Draw': 15, 'Regression': 1})
     """
-    # Decoding builds hundreds of thousands of acyclic objects (golden queries, ids);
-    # they are freed by reference counting when _compare_stored returns, before the
-    # collector is back (else its first pass would scan them all).
-    with paused_gc():
-        return _compare_stored(
-            store,
-            run_id_a,
-            run_id_b,
-            strict_chunker_version=strict_chunker_version,
-            n_bootstrap=n_bootstrap,
-            confidence=confidence,
-            seed=seed,
+    chunker_a, golden_text_a = store.run_header(run_id_a)
+    chunker_b, golden_text_b = store.run_header(run_id_b)
+    # Refuse before loading any results when strict matching is impossible.
+    mode = chunk_match_mode(run_id_a, run_id_b, chunker_a, chunker_b, strict=strict_chunker_version)
+    golden_a, golden_b = _golden_pair(golden_text_a, golden_text_b)
+    del golden_text_a, golden_text_b  # tens of megabytes for a large golden set
+    side_a, side_b = (
+        _Side(
+            run_id,
+            golden,
+            chunker,
+            store.load_columns(run_id),
+            store.load_chunk_ids(run_id) or None,
         )
+        for run_id, golden, chunker in (
+            (run_id_a, golden_a, chunker_a),
+            (run_id_b, golden_b, chunker_b),
+        )
+    )
+    return _compare(side_a, side_b, mode, (n_bootstrap, confidence, seed))
 
 
 def _golden_pair(text_a: str, text_b: str) -> tuple[GoldenSet, GoldenSet]:
@@ -649,40 +602,4 @@ def _golden_pair(text_a: str, text_b: str) -> tuple[GoldenSet, GoldenSet]:
         sha256=snapshot_b.get("sha256"),
         source=snapshot_b.get("source"),
         expected_chunk_spans=dict(snapshot_b.get("expected_chunk_spans") or {}),
-    )
-
-
-def _compare_stored(
-    store: Any,
-    run_id_a: str,
-    run_id_b: str,
-    *,
-    strict_chunker_version: bool,
-    n_bootstrap: int,
-    confidence: float,
-    seed: int,
-) -> CompareReport:
-    chunker_a, golden_text_a = store.run_header(run_id_a)
-    chunker_b, golden_text_b = store.run_header(run_id_b)
-    # Refuse before loading any results when strict matching is impossible.
-    chunk_match_mode(run_id_a, run_id_b, chunker_a, chunker_b, strict=strict_chunker_version)
-    golden_a, golden_b = _golden_pair(golden_text_a, golden_text_b)
-    del golden_text_a, golden_text_b  # tens of megabytes for a large golden set
-    sides = [
-        _Side(store.load_columns(run_id), store.load_chunk_ids(run_id) or None)
-        for run_id in (run_id_a, run_id_b)
-    ]
-    return _compare(
-        run_id_a,
-        run_id_b,
-        golden_a,
-        golden_b,
-        sides[0],
-        sides[1],
-        chunker_version_a=chunker_a,
-        chunker_version_b=chunker_b,
-        strict_chunker_version=strict_chunker_version,
-        n_bootstrap=n_bootstrap,
-        confidence=confidence,
-        seed=seed,
     )

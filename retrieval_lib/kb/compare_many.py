@@ -87,11 +87,6 @@ class MultiCompareReport:
         out["p_holm"] = holm(out["wilcoxon_p"].to_numpy(dtype=float)) if len(out) else []
         return out[list(SUMMARY_COLUMNS)]
 
-    def kind_counts(self) -> pd.DataFrame:
-        """Per candidate: the number of queries of each kind (Win/Loss/Draw/Regression)."""
-        rows = [{"run": r.run_b, **r.kind_counts()} for r in self.reports]
-        return pd.DataFrame(rows)
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the reference, each report's dict and the summary with ``p_holm``."""
         from retrieval_lib.stats.impact import json_records
@@ -105,7 +100,7 @@ class MultiCompareReport:
 
     def to_markdown(self) -> str:
         """A Markdown page: the summary table (names escaped), then each candidate's kinds."""
-        from retrieval_lib.kb.report_md import format_value
+        from retrieval_lib.kb.report_md import format_ci, format_value
         from retrieval_lib.safe_text import markdown_code, markdown_text
 
         summary = self.summary()
@@ -121,16 +116,10 @@ class MultiCompareReport:
             "|---|---|---:|---:|---:|---|---:|---:|",
         ]
         for row in summary.to_dict("records"):
-            ci = ""
-            if row["paired_n"]:
-                ci = (
-                    f"[{format_value(row['ci_low'], signed=True)}, "
-                    f"{format_value(row['ci_high'], signed=True)}]"
-                )
             lines.append(
                 f"| {markdown_text(row['run'])} | {markdown_text(row['metric'])} | "
                 f"{format_value(row['a'])} | {format_value(row['b'])} | "
-                f"{format_value(row['delta'], signed=True)} | {ci} | "
+                f"{format_value(row['delta'], signed=True)} | {format_ci(row)} | "
                 f"{format_value(row['wilcoxon_p'])} | {format_value(row['p_holm'])} |"
             )
         lines += ["", "| run | Win | Loss | Draw | Regression |", "|---|---:|---:|---:|---:|"]

@@ -1,9 +1,6 @@
 """Definitions the knowledge-base evaluation shares: cut-offs, match modes, null reasons.
 
-Imported by :mod:`~retrieval_lib.kb.columns` (per-query evaluation),
-:mod:`~retrieval_lib.kb.metrics` (aggregates) and :mod:`~retrieval_lib.kb.compare`; it
-imports nothing of the package, so those modules depend on it and never on each other in
-a circle.
+It imports nothing of the package, so every kb module can import it without a cycle.
 
 Examples
 --------
@@ -28,7 +25,6 @@ __all__ = [
     "REASON_NO_SPANS",
     "REASON_NOT_IN_INVENTORY",
     "REASON_NO_INVENTORY_MATCH",
-    "check_mode",
 ]
 
 #: The k of ``hit_at_k`` and ``recall_at_k_doc``.
@@ -57,16 +53,3 @@ REASON_NO_INVENTORY_MATCH = (
     "the golden set, so its chunk ids cannot be matched (another chunker version? "
     "ingest the run with --chunks)"
 )
-
-
-def check_mode(mode: str) -> str:
-    """``mode`` when it is a chunk-match mode, else ValueError.
-
-    Examples
-    --------
-    >>> check_mode("exact")
-    'exact'
-    """
-    if mode not in MATCH_MODES:
-        raise ValueError(f"unknown chunk-match mode {mode!r}")
-    return mode

@@ -176,14 +176,11 @@ def chunk_paragraphs(doc_id: str, text: str) -> list[ExampleChunk]:
     >>> [(c.chunk_id, c.start, c.end) for c in chunk_paragraphs("d", "ab\\n\\ncd\\n")]
     [('d:p00', 0, 2), ('d:p01', 4, 6)]
     """
-    chunks = []
-    for index, match in enumerate(re.finditer(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", text, re.S)):
-        chunks.append(
-            ExampleChunk(
-                f"{doc_id}:p{index:02d}", doc_id, match.start(), match.end(), match.group()
-            )
-        )
-    return chunks
+    paragraphs = re.finditer(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", text, re.S)
+    return [
+        ExampleChunk(f"{doc_id}:p{index:02d}", doc_id, match.start(), match.end(), match.group())
+        for index, match in enumerate(paragraphs)
+    ]
 
 
 def _retrieve(
@@ -235,6 +232,16 @@ def _jsonl(rows: Sequence[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) + b"\n" for r in rows)
 
 
+def _example_paths(out: Path) -> dict[str, Path]:
+    """The example's files under ``out`` by role (``golden``, ``corpus``, ``chunks_v1``, ...)."""
+    paths = {"golden": out / "golden.yaml", "corpus": out / "corpus"}
+    for run, tag in zip(EXAMPLE_RUNS, ("v1", "v2"), strict=True):
+        paths[f"chunks_{tag}"] = out / run.chunks_file
+        paths[f"results_{tag}"] = out / run.results_file
+        paths[f"config_{tag}"] = out / run.config_file
+    return paths
+
+
 def build_example(out_dir: str | Path) -> dict[str, Path]:
     """Write the example (corpus, golden set, chunk inventories, results, configs) to ``out_dir``.
 
@@ -255,7 +262,6 @@ def build_example(out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     data = _data_dir()
     corpus = load_corpus()
-    (out / "corpus").mkdir(parents=True, exist_ok=True)
     for doc_id, text in corpus.items():
         atomic_write_text(out / "corpus" / f"{doc_id}.txt", text)
     golden_text = (data / "golden.yaml").read_text(encoding="utf-8")
@@ -266,7 +272,7 @@ def build_example(out_dir: str | Path) -> dict[str, Path]:
         "window200-v1": lambda d, t: chunk_fixed_windows(d, t, WINDOW_SIZE),
         "paragraph-v2": chunk_paragraphs,
     }
-    paths: dict[str, Path] = {"golden": out / "golden.yaml", "corpus": out / "corpus"}
+    paths = _example_paths(out)
     for run, tag in zip(EXAMPLE_RUNS, ("v1", "v2"), strict=True):
         chunks = [
             c
@@ -282,11 +288,9 @@ def build_example(out_dir: str | Path) -> dict[str, Path]:
             "refusal_threshold": REFUSAL_THRESHOLD,
             "answer": "extractive: top chunk text citing [#1]",
         }
-        paths[f"chunks_{tag}"] = atomic_write_bytes(
-            out / run.chunks_file, _jsonl([c.inventory_line() for c in chunks])
-        )
-        paths[f"results_{tag}"] = atomic_write_bytes(out / run.results_file, _jsonl(results))
-        paths[f"config_{tag}"] = atomic_write_text(out / run.config_file, dumps_json(config))
+        atomic_write_bytes(paths[f"chunks_{tag}"], _jsonl([c.inventory_line() for c in chunks]))
+        atomic_write_bytes(paths[f"results_{tag}"], _jsonl(results))
+        atomic_write_text(paths[f"config_{tag}"], dumps_json(config))
     return paths
 
 
@@ -310,15 +314,8 @@ def write_example(out_dir: str | Path) -> dict[str, Path]:
     out = Path(out_dir)
     data = _data_dir()
     for name in example_files():
-        target = out / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target, (data / name).read_bytes())
-    paths: dict[str, Path] = {"golden": out / "golden.yaml", "corpus": out / "corpus"}
-    for run, tag in zip(EXAMPLE_RUNS, ("v1", "v2"), strict=True):
-        paths[f"chunks_{tag}"] = out / run.chunks_file
-        paths[f"results_{tag}"] = out / run.results_file
-        paths[f"config_{tag}"] = out / run.config_file
-    return paths
+        atomic_write_bytes(out / name, (data / name).read_bytes())
+    return _example_paths(out)
 
 
 def build_example_store(

@@ -134,13 +134,7 @@ class GoldenSet:
     @classmethod
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> GoldenSet:
         """Rebuild a set from :meth:`to_snapshot` output (validated when it was taken)."""
-        queries = tuple(_query_from_snapshot(q) for q in snapshot.get("queries", []))
-        return cls(
-            queries=queries,
-            sha256=snapshot.get("sha256"),
-            source=snapshot.get("source"),
-            expected_chunk_spans=dict(snapshot.get("expected_chunk_spans") or {}),
-        )
+        return cls._from_entries(snapshot, list(snapshot.get("queries", [])))
 
     @classmethod
     def from_snapshot_json(cls, text: str | bytes) -> GoldenSet:
@@ -157,30 +151,33 @@ class GoldenSet:
         True
         """
         snapshot = orjson.loads(text)
-        entries = snapshot.get("queries", [])
+        return cls._from_entries(snapshot, snapshot.get("queries", []))
+
+    @classmethod
+    def _from_entries(cls, snapshot: Mapping[str, Any], entries: list[Any]) -> GoldenSet:
+        """The set of ``snapshot`` whose query entries are ``entries``, each released
+        (set to None) as soon as its query is built."""
         queries = []
-        for i, entry in enumerate(entries):
-            queries.append(_query_from_snapshot(entry))
+        for i, q in enumerate(entries):
+            queries.append(
+                GoldenQuery(
+                    q["id"],
+                    q["query"],
+                    tuple(q["expected_doc_ids"]),
+                    tuple(q["expected_chunk_ids"]),
+                    tuple(q["must_contain"]),
+                    tuple(q["forbidden"]),
+                    q.get("lang"),
+                    q.get("difficulty"),
+                )
+            )
             entries[i] = None
         return cls(
             queries=tuple(queries),
             sha256=snapshot.get("sha256"),
             source=snapshot.get("source"),
-            expected_chunk_spans=snapshot.get("expected_chunk_spans") or {},
+            expected_chunk_spans=dict(snapshot.get("expected_chunk_spans") or {}),
         )
-
-
-def _query_from_snapshot(q: Mapping[str, Any]) -> GoldenQuery:
-    return GoldenQuery(
-        q["id"],
-        q["query"],
-        tuple(q["expected_doc_ids"]),
-        tuple(q["expected_chunk_ids"]),
-        tuple(q["must_contain"]),
-        tuple(q["forbidden"]),
-        q.get("lang"),
-        q.get("difficulty"),
-    )
 
 
 def _describe(index: int, entry: Any) -> str:

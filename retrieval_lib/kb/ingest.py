@@ -23,8 +23,9 @@ spans takes the inventory's, and the expected chunks of the golden set get their
 :func:`retrieval_lib.kb.compare.compare_runs`.
 
 Besides one JSON document per query, the run is stored in columns
-(:mod:`retrieval_lib.kb.columns`) for the metrics. Everything is written in one transaction: a bad line leaves the database as it was,
-and so does a process killed half-way.
+(:mod:`retrieval_lib.kb.columns`) for the metrics. Everything is written in one
+transaction: a bad line leaves the database as it was, and so does a process killed
+half-way.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import math
 import re
 import shlex
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -84,15 +85,9 @@ class IngestSummary:
     resumed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "results": self.results,
-            "chunks": self.chunks,
-            "golden_queries": self.golden_queries,
-            "missing_queries": self.missing_queries,
-            "results_sha256": self.results_sha256,
-            "warnings": list(self.warnings),
-        }
+        """Every field but ``resumed``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "resumed"}
+        return {**out, "warnings": list(self.warnings)}
 
 
 class _LineError(ValueError):
@@ -290,6 +285,13 @@ def _decode(path: Path, number: int, line: bytes) -> Any:
         raise IngestError(f"{path}:{number}: not valid JSON: {exc}") from exc
 
 
+def _first_line(seen: dict[str, int], key: str, file: Path, number: int, what: str) -> None:
+    """Record that ``key`` is on line ``number``; a key seen before is an :class:`IngestError`."""
+    first = seen.setdefault(key, number)
+    if first != number:
+        raise IngestError(f"{file}:{number}: {what} {key!r} repeats line {first}")
+
+
 def read_chunk_inventory(path: str | Path) -> dict[str, ChunkRecord]:
     """Read and validate a chunk-inventory JSONL file (chunk ids unique).
 
@@ -302,27 +304,16 @@ def read_chunk_inventory(path: str | Path) -> dict[str, ChunkRecord]:
     inventory: dict[str, ChunkRecord] = {}
     first_line: dict[str, int] = {}
     with paused_gc():
-        _read_inventory_lines(file, inventory, first_line)
+        for number, line in _json_lines(file):
+            try:
+                chunk = parse_chunk(_decode(file, number, line))
+            except _LineError as exc:
+                raise IngestError(f"{file}:{number}: {exc}") from exc
+            _first_line(first_line, chunk.chunk_id, file, number, "chunk_id")
+            inventory[chunk.chunk_id] = chunk
     if not inventory:
         raise IngestError(f"{file}: the chunk inventory is empty")
     return inventory
-
-
-def _read_inventory_lines(
-    file: Path, inventory: dict[str, ChunkRecord], first_line: dict[str, int]
-) -> None:
-    for number, line in _json_lines(file):
-        try:
-            chunk = parse_chunk(_decode(file, number, line))
-        except _LineError as exc:
-            raise IngestError(f"{file}:{number}: {exc}") from exc
-        if chunk.chunk_id in inventory:
-            raise IngestError(
-                f"{file}:{number}: chunk_id {chunk.chunk_id!r} repeats line "
-                f"{first_line[chunk.chunk_id]}"
-            )
-        inventory[chunk.chunk_id] = chunk
-        first_line[chunk.chunk_id] = number
 
 
 def _sha256(path: Path) -> str:
@@ -410,31 +401,26 @@ def _snapshot_golden(
     return snapshot, warnings
 
 
-def _stored_without_aggregate(
-    store: KBStore,
-    run_id: str,
-    results_sha: str,
-    golden_sha: str | None,
-    golden_queries: int,
-    *,
-    resume: bool,
-) -> IngestSummary | None:
-    """A run an earlier ingest stored but did not aggregate (killed between its commit and
-    the aggregate): with ``resume``, its summary when the same results and golden set are
-    ingested again, so the caller completes the aggregate. ``None`` when the run is
-    aggregated.
+def _resume_or_refuse(
+    store: KBStore, run_id: str, results_sha: str, golden: GoldenSet, *, resume: bool
+) -> IngestSummary:
+    """An existing run id: with ``resume``, the summary of a run an earlier ingest of the
+    same results and golden set stored but did not aggregate (killed between its commit and
+    the aggregate), so the caller completes the aggregate.
 
     Raises
     ------
     RunExistsError
-        The run has no aggregate but other inputs (or ``resume`` is off): the message
-        names the command that completes it (``retrieval-lib kb aggregate RUN --db DB``).
+        The run has an aggregate; or it has none but other inputs (or ``resume`` is off):
+        the message then names the command that completes it (``retrieval-lib kb aggregate``).
     """
     record = store.get_run(run_id)
     if record.aggregate is not None:
-        return None
+        raise RunExistsError(run_exists_message(run_id, store.path))
     ingest = dict(record.ingest or {})
-    same = ingest.get("results_sha256") == results_sha and ingest.get("golden_sha256") == golden_sha
+    same = (
+        ingest.get("results_sha256") == results_sha and ingest.get("golden_sha256") == golden.sha256
+    )
     if not (resume and same):
         where = f"{shlex.quote(run_id)} --db {shlex.quote(str(store.path))}"
         raise RunExistsError(
@@ -449,7 +435,7 @@ def _stored_without_aggregate(
         run_id=run_id,
         results=int(ingest.get("results") or 0),
         chunks=int(ingest.get("chunks") or 0),
-        golden_queries=golden_queries,
+        golden_queries=len(golden),
         missing_queries=int(ingest.get("missing_query_count") or 0),
         results_sha256=results_sha,
         warnings=tuple(ingest.get("warnings") or ()),
@@ -516,12 +502,7 @@ def _insert_results(
                 f"{results_file}:{number}: query_id {result.query_id!r} is not in the "
                 f"golden set {golden.source}"
             )
-        if result.query_id in seen:
-            raise IngestError(
-                f"{results_file}:{number}: query_id {result.query_id!r} repeats line "
-                f"{seen[result.query_id]}"
-            )
-        seen[result.query_id] = number
+        _first_line(seen, result.query_id, results_file, number, "query_id")
         columns.add(result)
         batch.append(
             (
@@ -539,26 +520,6 @@ def _insert_results(
     written += len(batch)
     store.insert_columns(run_id, columns.build().encode())
     return written, [q for q in golden.ids if q not in seen]
-
-
-def _record_ingest(store: KBStore, run_id: str, ingest_info: dict[str, Any]) -> None:
-    """Write where the run came from (``eval_runs.ingest_json``): an ingest's last write."""
-    store.conn.execute(
-        "UPDATE eval_runs SET ingest_json = ? WHERE run_id = ?",
-        (orjson.dumps(ingest_info, option=orjson.OPT_SORT_KEYS).decode(), run_id),
-    )
-
-
-def _resume_or_refuse(
-    store: KBStore, run_id: str, results_sha: str, golden: GoldenSet, *, resume: bool
-) -> IngestSummary:
-    """An existing run id: the summary of a run to resume, else :class:`RunExistsError`."""
-    resumed = _stored_without_aggregate(
-        store, run_id, results_sha, golden.sha256, len(golden), resume=resume
-    )
-    if resumed is not None:
-        return resumed
-    raise RunExistsError(run_exists_message(run_id, store.path))
 
 
 def ingest_run(
@@ -621,8 +582,6 @@ def ingest_run(
     config = _read_config(Path(config_path)) if config_path is not None else None
     results_sha = _sha256(results_file)
     run_id = run_id or default_run_id(results_file, results_sha)
-    if not run_id.strip():
-        raise IngestError("run id must not be empty")
     if store.has_run(run_id):
         return _resume_or_refuse(store, run_id, results_sha, golden, resume=resume)
     snapshot, warnings = _snapshot_golden(golden, inventory)
@@ -644,7 +603,11 @@ def ingest_run(
             "missing_query_ids": missing[:_MAX_LISTED],
             "warnings": warnings[:_MAX_LISTED],
         }
-        _record_ingest(store, run_id, ingest_info)
+        # Where the run came from (eval_runs.ingest_json): the ingest's last write.
+        store.conn.execute(
+            "UPDATE eval_runs SET ingest_json = ? WHERE run_id = ?",
+            (orjson.dumps(ingest_info, option=orjson.OPT_SORT_KEYS).decode(), run_id),
+        )
     return IngestSummary(
         run_id=run_id,
         results=written,

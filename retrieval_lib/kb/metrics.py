@@ -16,8 +16,7 @@ Definitions (exactly the seed's; the denominators are stored in ``denominators``
     citation resolves to a real chunk: its marker is strictly ``[#<n>]`` and its
     ``chunk_id`` is in the run's chunk inventory (or, when the run was ingested without
     one, among the chunks the run retrieved; ``citation_resolution`` says which). An
-    answer without citations satisfies "every"
-    vacuously, as in the seed. No grounded answer: null.
+    answer without citations satisfies "every" vacuously. No grounded answer: null.
 ``groundedness``
     Fraction of answers (no error) containing every ``must_contain`` string and no
     ``forbidden`` string (case-sensitive substrings). No answer: null.
@@ -32,33 +31,26 @@ Definitions (exactly the seed's; the denominators are stored in ``denominators``
     Golden queries of the run's snapshot; those with an error or without a result line.
 
 A failed or missing query counts as a miss in ``hit_at_k``, ``mrr`` and
-``recall_at_k_doc`` (the user got nothing). When the run has a chunk inventory and none of
-a query's expected chunk ids is in it, the run was chunked differently from the golden
-set: that query is left out of ``hit_at_k`` and ``mrr`` (counted in ``null_reasons``)
-instead of scoring a meaningless 0; ``kb compare`` judges such runs by span overlap. A run
-ingested without a chunk inventory whose hits name none of the golden set's expected
-chunk ids cannot be matched either: ``hit_at_k`` and ``mrr`` are then null, with the
-reason in ``null_reasons`` (never 0 over every query). Metrics are kept at full precision; only
-:meth:`AggregateMetrics.to_json` (storage, printing) rounds to 4 decimals, and NaN
-becomes null.
+``recall_at_k_doc`` (the user got nothing). A query none of whose expected chunk ids is in
+the run's chunk inventory (the run was chunked differently) is left out of ``hit_at_k`` and
+``mrr`` and counted in ``null_reasons``, instead of scoring a meaningless 0 (``kb compare``
+judges such runs by span overlap). A run ingested without a chunk inventory whose hits name
+none of the golden set's expected chunk ids cannot be matched either: ``hit_at_k`` and
+``mrr`` are then null, with the reason in ``null_reasons``. Metrics keep full precision;
+only :meth:`AggregateMetrics.to_json` (storage, printing) rounds to 4 decimals, NaN as null.
 
-Per-query values come from :func:`retrieval_lib.kb.columns.evaluate_columns`, the one
-evaluation path: stored runs are read in columns, records held in memory
-(:func:`aggregate_from_records`) are put into the same columns first. The ranking of a
-query is its hits in rank order (ranks are exactly 1..n, validated at ingest; scores play
-no part, so score ties need no policy); ``hit_at_k``, ``mrr`` and ``recall_at_k_doc`` are
-the shared kernel's ``Hit@k``, ``RR@10`` and ``R@k``
-(:func:`retrieval_lib.metrics.ranking.evaluate_rankings`), ``R@k`` over the
-de-duplicated ``doc_id`` list of the top-k hits. Chunk matching (``"exact"`` or
-``"fallback_doc_span"``, for two runs chunked differently) is defined in
-:mod:`retrieval_lib.kb.columns`; the constants are in :mod:`retrieval_lib.kb.definitions`.
+Per-query values come from :func:`retrieval_lib.kb.columns.evaluate_columns` (stored runs
+and records held in memory alike), where chunk matching is defined: ``hit_at_k``, ``mrr``
+and ``recall_at_k_doc`` are the shared kernel's ``Hit@k``, ``RR@10`` and ``R@k`` over the
+hits in rank order (scores play no part, so score ties need no policy), ``R@k`` over the
+de-duplicated ``doc_id`` list of the top-k hits.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,12 +64,17 @@ from retrieval_lib.kb.golden import GoldenSet
 from retrieval_lib.kb.records import QueryResult, paused_gc
 
 __all__ = [
+    "RATE_FIELDS",
     "AggregateMetrics",
     "aggregate_from_columns",
     "aggregate_from_records",
     "compute_aggregate",
     "store_aggregate",
 ]
+
+
+#: The answer-level and result-level rates of :class:`AggregateMetrics`, in output order.
+RATE_FIELDS = ("citation_coverage", "groundedness", "empty_result_rate", "refusal_correctness")
 
 
 @dataclass(frozen=True)
@@ -112,10 +109,7 @@ class AggregateMetrics:
             "hit_at_k": {str(k): r(v) for k, v in sorted(self.hit_at_k.items())},
             "mrr": r(self.mrr),
             "recall_at_k_doc": {str(k): r(v) for k, v in sorted(self.recall_at_k_doc.items())},
-            "citation_coverage": r(self.citation_coverage),
-            "groundedness": r(self.groundedness),
-            "empty_result_rate": r(self.empty_result_rate),
-            "refusal_correctness": r(self.refusal_correctness),
+            **{name: r(getattr(self, name)) for name in RATE_FIELDS},
             "total_queries": self.total_queries,
             "failed_queries": self.failed_queries,
             "denominators": dict(sorted(self.denominators.items())),
@@ -135,14 +129,12 @@ class AggregateMetrics:
         def f(x: Any) -> float:
             return math.nan if x is None else float(x)
 
+        rates: dict[str, Any] = {name: f(data[name]) for name in RATE_FIELDS}
         return cls(
             hit_at_k={int(k): f(v) for k, v in data["hit_at_k"].items()},
             mrr=f(data["mrr"]),
             recall_at_k_doc={int(k): f(v) for k, v in data["recall_at_k_doc"].items()},
-            citation_coverage=f(data["citation_coverage"]),
-            groundedness=f(data["groundedness"]),
-            empty_result_rate=f(data["empty_result_rate"]),
-            refusal_correctness=f(data["refusal_correctness"]),
+            **rates,
             total_queries=int(data["total_queries"]),
             failed_queries=int(data["failed_queries"]),
             denominators=dict(data.get("denominators", {})),
@@ -156,12 +148,7 @@ class AggregateMetrics:
         flat = {f"hit@{k}": v for k, v in sorted(self.hit_at_k.items())}
         flat["mrr"] = self.mrr
         flat.update({f"recall_doc@{k}": v for k, v in sorted(self.recall_at_k_doc.items())})
-        flat.update(
-            citation_coverage=self.citation_coverage,
-            groundedness=self.groundedness,
-            empty_result_rate=self.empty_result_rate,
-            refusal_correctness=self.refusal_correctness,
-        )
+        flat.update({name: getattr(self, name) for name in RATE_FIELDS})
         return flat
 
 
@@ -211,21 +198,6 @@ def aggregate_from_records(
         mode=mode,
         expected_spans=expected_spans,
     )
-
-
-def _answer_states(
-    golden: GoldenSet, run: RunColumns
-) -> Iterator[tuple[bool, int, tuple[str, bool, list[tuple[str, str | None]]] | None]]:
-    """Per golden query: (ran without error, number of hits, answer when it ran)."""
-    row_of = run.row_of()
-    counts = run.hit_counts().tolist()
-    answers = run.answers()
-    for query in golden:
-        row = row_of.get(query.id)
-        if row is None or run.errors[row] is not None:
-            yield False, 0, None
-        else:
-            yield True, counts[row], answers[row]
 
 
 def aggregate_from_columns(
@@ -354,58 +326,37 @@ class _AnswerCounts:
 
 def _count_answers(golden: GoldenSet, run: RunColumns, known: AbstractSet[str]) -> _AnswerCounts:
     """Count, query by query, what the answer-level rates divide."""
-    # Citation markers repeat ("[#1]", "[#2]", ...): match each distinct one once.
-    is_marker: dict[str, bool] = {}
-    failed = ran = empty = 0
-    answers = grounded_answers = covered = grounded_ok = 0
+    row_of = run.row_of()
+    hit_counts = run.hit_counts().tolist()
+    answer_of = run.answers()
+    # The run's distinct citation markers, each matched once.
+    markers = {m for m in run.citation_markers if CITATION_MARKER.fullmatch(m)}
+    failed = ran = empty = answers = grounded_answers = covered = grounded_ok = 0
     should_refuse = refused = 0
-    # Plain loops and local counters: this runs once per query.
-    for query, (query_ran, n_hits, answer) in zip(golden, _answer_states(golden, run), strict=True):
-        if not query_ran:
+    for query in golden:
+        row = row_of.get(query.id)
+        answer = None
+        if row is None or run.errors[row] is not None:
             failed += 1
         else:
             ran += 1
-            empty += not n_hits
+            empty += not hit_counts[row]
+            answer = answer_of[row]
         if answer is not None:
             text, grounded, citations = answer
             answers += 1
-            ok = True  # every must_contain string and no forbidden one
-            for s in query.must_contain:
-                if s not in text:
-                    ok = False
-                    break
-            if ok:
-                for s in query.forbidden:
-                    if s in text:
-                        ok = False
-                        break
-            grounded_ok += ok
+            grounded_ok += all(s in text for s in query.must_contain) and not any(
+                s in text for s in query.forbidden
+            )
             if grounded:
                 grounded_answers += 1
-                resolved = True  # every citation a strict marker naming a known chunk
-                for citation, chunk_id in citations:
-                    marker = is_marker.get(citation)
-                    if marker is None:
-                        marker = is_marker[citation] = (
-                            CITATION_MARKER.fullmatch(citation) is not None
-                        )
-                    if chunk_id is None or chunk_id not in known or not marker:
-                        resolved = False
-                        break
-                covered += resolved
+                # every citation a strict marker naming a known chunk
+                covered += all(c in markers and chunk in known for c, chunk in citations)
         if query.should_refuse:
             should_refuse += 1
             refused += answer is not None and not answer[1]
     return _AnswerCounts(
-        failed=failed,
-        ran=ran,
-        empty=empty,
-        answers=answers,
-        grounded_answers=grounded_answers,
-        covered=covered,
-        grounded_ok=grounded_ok,
-        should_refuse=should_refuse,
-        refused=refused,
+        failed, ran, empty, answers, grounded_answers, covered, grounded_ok, should_refuse, refused
     )
 
 
@@ -425,6 +376,10 @@ def _answer_null_reasons(counts: _AnswerCounts) -> dict[str, str]:
     return reasons
 
 
+# Decoding builds hundreds of thousands of acyclic objects (golden queries, ids); they are
+# freed by reference counting when compute_aggregate returns, before the collector is back
+# (else its first pass would scan them all).
+@paused_gc()
 def compute_aggregate(store: Any, run_id: str) -> AggregateMetrics:
     """Compute the aggregate of a stored run (exact chunk matching, its own golden snapshot).
 
@@ -437,27 +392,13 @@ def compute_aggregate(store: Any, run_id: str) -> AggregateMetrics:
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from retrieval_lib.kb.store import KBStore
-    >>> from retrieval_lib.kb.ingest import ingest_run
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "g.yaml").write_text(
-    ...     "- {id: q1, query: x, expected_doc_ids: [d1], expected_chunk_ids: [c1]}\\n")
-    >>> _ = (d / "r.jsonl").write_text(
-    ...     '{"query_id": "q1", "hits": [{"chunk_id": "c1", "doc_id": "d1", "rank": 1}]}\\n')
-    >>> with KBStore(d / "eval.sqlite") as s:
-    ...     _ = ingest_run(s, d / "r.jsonl", d / "g.yaml", run_id="r1")
-    ...     compute_aggregate(s, "r1").mrr
-    1.0
+    >>> import tempfile, os
+    >>> from retrieval_lib.kb import KBStore, build_example_store
+    >>> db, a, _ = build_example_store(os.path.join(tempfile.mkdtemp(), "eval.sqlite"))
+    >>> with KBStore(db) as store:
+    ...     round(compute_aggregate(store, a).mrr, 4)
+    0.9048
     """
-    # Decoding builds hundreds of thousands of acyclic objects (golden queries, ids);
-    # they are freed by reference counting when _aggregate_stored returns, before the
-    # collector is back (else its first pass would scan them all).
-    with paused_gc():
-        return _aggregate_stored(store, run_id)
-
-
-def _aggregate_stored(store: Any, run_id: str) -> AggregateMetrics:
     _, golden_text = store.run_header(run_id)
     golden = GoldenSet.from_snapshot_json(golden_text)
     inventory = store.load_chunk_ids(run_id) or None

@@ -53,13 +53,7 @@ class Hit(NamedTuple):
     source_spans: tuple[Span, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "chunk_id": self.chunk_id,
-            "doc_id": self.doc_id,
-            "rank": self.rank,
-            "score": self.score,
-            "source_spans": [list(s) for s in self.source_spans],
-        }
+        return {**self._asdict(), "source_spans": [list(s) for s in self.source_spans]}
 
 
 class Citation(NamedTuple):

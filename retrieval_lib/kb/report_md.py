@@ -8,13 +8,14 @@ from the inputs: they are shown as text (:mod:`retrieval_lib.safe_text`), never 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from retrieval_lib.kb.compare import CompareReport, ComparisonKind
 from retrieval_lib.kb.definitions import MATCH_FALLBACK
 from retrieval_lib.safe_text import markdown_code, markdown_text
 
-__all__ = ["render_report_md", "format_value"]
+__all__ = ["render_report_md", "format_ci", "format_value"]
 
 
 def format_value(value: Any, *, signed: bool = False) -> str:
@@ -34,9 +35,19 @@ def format_value(value: Any, *, signed: bool = False) -> str:
     return str(value)
 
 
-def _cell(text: Any) -> str:
-    """A table cell: text, never Markdown (``|`` and line breaks included)."""
-    return markdown_text(text)
+def format_ci(row: Mapping[Any, Any]) -> str:
+    """``[ci_low, ci_high]`` of a metric row (signed, 4 decimals); empty when not paired.
+
+    Examples
+    --------
+    >>> format_ci({"paired_n": 3, "ci_low": -0.1, "ci_high": 0.25}), format_ci({"paired_n": 0})
+    ('[-0.1000, +0.2500]', '')
+    """
+    if not row["paired_n"]:
+        return ""
+    return (
+        f"[{format_value(row['ci_low'], signed=True)}, {format_value(row['ci_high'], signed=True)}]"
+    )
 
 
 _KIND_DEFINITIONS = (
@@ -112,15 +123,10 @@ def _aggregate_lines(report: CompareReport) -> list[str]:
     ]
     denominators_a = report.aggregate_a.denominators
     for row in report.metric_rows():
-        ci = (
-            f"[{format_value(row['ci_low'], signed=True)}, {format_value(row['ci_high'], signed=True)}]"
-            if row["paired_n"]
-            else ""
-        )
         lines.append(
             f"| {row['metric']} | {format_value(row['a'])} | {format_value(row['b'])} | "
             f"{format_value(row['delta'], signed=True)} | "
-            f"{'' if row['paired_n'] is None else row['paired_n']} | {ci} | "
+            f"{'' if row['paired_n'] is None else row['paired_n']} | {format_ci(row)} | "
             f"{format_value(row['wilcoxon_p']) if row['paired_n'] else ''} |"
         )
     lines += [
@@ -165,8 +171,8 @@ def _outcome_lines(report: CompareReport) -> list[str]:
             continue
         lines += ["| query | A rank | B rank | note |", "|---|---|---|---|"]
         lines += [
-            f"| {_cell(q.query_id)} | {format_value(q.a_hit_rank)} | "
-            f"{format_value(q.b_hit_rank)} | {_cell(q.note or '')} |"
+            f"| {markdown_text(q.query_id)} | {format_value(q.a_hit_rank)} | "
+            f"{format_value(q.b_hit_rank)} | {markdown_text(q.note or '')} |"
             for q in rows
         ]
     return lines

@@ -33,10 +33,6 @@ or killed ingest leaves the database exactly as it was. ``PRAGMA user_version`` 
 ``schema_migrations`` table both record the schema version; opening an older store
 applies the missing migrations, each in its own transaction, and a store newer than
 this package is refused.
-
-Why one module of this length: :class:`KBStore` owns the schema, its migrations and every
-query of the store; parts of it split apart would share the same connection and schema
-version.
 """
 
 from __future__ import annotations
@@ -335,27 +331,7 @@ class KBStore:
         ]
 
     def _migrate(self) -> None:
-        try:
-            version = self.schema_version
-        except sqlite3.DatabaseError as exc:
-            raise StoreSchemaError(f"{self.path} is not an SQLite database: {exc}") from exc
-        if version > SCHEMA_VERSION:
-            raise StoreSchemaError(
-                f"{self.path} has schema version {version}; this retrieval_lib reads up to "
-                f"{SCHEMA_VERSION}: upgrade retrieval_lib"
-            )
-        if version == 0:
-            tables = {
-                name
-                for (name,) in self.conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                )
-            }
-            if tables - {"schema_migrations"}:
-                raise StoreSchemaError(
-                    f"{self.path} holds tables {sorted(tables)} but no knowledge-base schema "
-                    "version: not a retrieval_lib kb store"
-                )
+        """Apply the missing migrations (:func:`_probe` has refused a foreign or newer file)."""
         for migration in MIGRATIONS:
             try:
                 self._apply(migration)
@@ -402,17 +378,7 @@ class KBStore:
         return row is not None
 
     def _run_from_row(self, row: tuple[Any, ...]) -> RunRecord:
-        run_id, suite, created_at, chunker, config, golden, aggregate, ingest = row
-        return RunRecord(
-            run_id=run_id,
-            suite=suite,
-            created_at=created_at,
-            chunker_version=chunker,
-            config=_loads(config),
-            golden_snapshot=_loads(golden),
-            aggregate=_loads(aggregate),
-            ingest=_loads(ingest),
-        )
+        return RunRecord(*row[:4], *map(_loads, row[4:]))  # the JSON columns decoded
 
     _RUN_COLUMNS = (
         "run_id, suite, created_at, chunker_version, config_snapshot_json, "
