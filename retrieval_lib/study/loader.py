@@ -671,11 +671,18 @@ def _stored_rows(
 
 
 def _tuples(column: Any) -> list[tuple[str, ...]]:
-    """A Parquet list column as one tuple per row (null as an empty tuple)."""
+    """A Parquet list column as one tuple per row (null as an empty tuple); equal paths
+    and equal tuples are one object each (a run reads the same files again and again)."""
     chunked = column.combine_chunks()
-    flat = chunked.flatten().to_pylist()
+    encoded = chunked.flatten().dictionary_encode()
+    names = encoded.dictionary.to_pylist()
+    flat = [None if i is None else names[i] for i in encoded.indices.to_pylist()]
     offsets = chunked.offsets.to_numpy().tolist()
-    return [tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    return [
+        shared.setdefault(row, row)
+        for row in (tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True))
+    ]
 
 
 def _decoded_rows(
