@@ -174,13 +174,14 @@ def write_study_tables(
     """
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
+    from retrieval_lib.study.analysis import plain_text
+
     # the sequence columns hold tuples: pyarrow writes them as list columns as it would
     # lists (the CSV fallback joins both), so no per-event conversion is made
-    events = study.events
     known = computed or {}
     frames = {
         "trials": study.trials,
-        "events": events,
+        "events": plain_text(study.events),
         "pairs": known["pairs"] if "pairs" in known else study.pairs(),
         "tools": known["tools"] if "tools" in known else study.tool_value("tool"),
     }

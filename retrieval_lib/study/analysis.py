@@ -179,6 +179,24 @@ def is_in(values: pd.Series, allowed: pd.Series) -> np.ndarray:
 # --------------------------------------------------------------------------- overview
 
 
+def plain_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its categorical columns (the names of ``Study.events``) as the text
+    columns they were made from: what is written and what a table shows.
+
+    Examples
+    --------
+    >>> names = pd.Series(["b", "a", None], dtype="str")
+    >>> plain_text(pd.DataFrame({"x": names.astype("category")}))["x"].equals(names)
+    True
+    """
+    columns = {
+        name: column.astype(column.cat.categories.dtype)
+        for name, column in frame.items()
+        if isinstance(column.dtype, pd.CategoricalDtype)
+    }
+    return frame.assign(**columns) if columns else frame
+
+
 def study_overview(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per run: models, raw configs and families, tasks and trials.
 
@@ -458,7 +476,7 @@ def _call_facts(events: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> 
         count=len(events),
     )
     tokens, seconds = _numbers(events["attributed_tokens"]), _numbers(events["attributed_seconds"])
-    return events[keys].assign(
+    return plain_text(events[keys]).assign(
         _trial=events["trial_id"],
         _gt=has_gt.astype(np.int64),
         _surfaced=surfaced.astype(np.int64),

@@ -599,6 +599,10 @@ def _metrics_table(events_dir: Path) -> Path:
     return table
 
 
+def _is_text(column: pd.Series) -> bool:
+    return isinstance(column.dtype, pd.StringDtype)
+
+
 def _events_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """The runs' event rows as one table, its types set and rows in trial, step order."""
     kept = [f for f in frames if not f.empty]
@@ -606,11 +610,15 @@ def _events_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         events = pd.concat(kept, ignore_index=True) if len(kept) > 1 else kept[0]
     else:
         events = pd.DataFrame.from_records([], columns=list(EVENT_COLUMNS))
-    events = events[list(EVENT_COLUMNS)].copy()
-    events["elapsed_seconds"] = events["elapsed_seconds"].astype("float64")
-    events["cumulative_tokens"] = pd.to_numeric(events["cumulative_tokens"]).astype("Float64")
-    events["attributed_seconds"] = events["attributed_seconds"].astype("float64")
-    events["attributed_tokens"] = events["attributed_tokens"].astype("float64")
+    events = events[list(EVENT_COLUMNS)].assign(
+        elapsed_seconds=events["elapsed_seconds"].astype("float64"),
+        cumulative_tokens=pd.to_numeric(events["cumulative_tokens"]).astype("Float64"),
+        attributed_seconds=events["attributed_seconds"].astype("float64"),
+        attributed_tokens=events["attributed_tokens"].astype("float64"),
+        # the text columns (the trial, run, config, model, tool of every call: 60% of the
+        # table) as codes; analysis.plain_text gives the text back where it is written
+        **{c: events[c].astype("category") for c in events if _is_text(events[c])},
+    )
     return events.sort_values(["trial_id", "step_index"], kind="mergesort").reset_index(drop=True)
 
 

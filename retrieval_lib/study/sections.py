@@ -246,7 +246,8 @@ def compute_sections(
     impact = study.impact()
     shown = study.timeline_trials(list(requested), top=timeline_top)
     ids = {str(v) for v in shown[["baseline_trial", "treatment_trial"]].stack().dropna()}
-    events = study.events[study.events["trial_id"].isin(ids)].reset_index(drop=True)
+    events = analysis.plain_text(study.events[study.events["trial_id"].isin(ids)])
+    events = events.reset_index(drop=True)
     tables: dict[str, pd.DataFrame] = {
         "trials": study.trials,
         "overview": study.overview(),
