@@ -23,9 +23,8 @@ confidence intervals of means are seeded percentile bootstrap intervals over tas
 * :func:`fit_lines`: least-squares lines of scatter pairs.
 * :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
 
-Why ~790 lines in one module: a dozen short question-functions (none over 100 lines) over the
-same tidy tables and helpers (``_cis``, ``_mean_n``, ``is_in``), imported by name from here
-by the study notebook; a split would scatter those helpers and change the notebook.
+One module: a dozen short question-functions share the tables and helpers (``_cis``,
+``is_in``) and the study notebook imports them by name from here.
 
 Examples
 --------
@@ -190,7 +189,7 @@ def plain_text(frame: pd.DataFrame) -> pd.DataFrame:
     True
     """
     columns = {
-        name: column.astype(column.cat.categories.dtype)
+        str(name): column.astype(column.cat.categories.dtype)
         for name, column in frame.items()
         if isinstance(column.dtype, pd.CategoricalDtype)
     }
