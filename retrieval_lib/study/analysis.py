@@ -23,9 +23,8 @@ confidence intervals of means are seeded percentile bootstrap intervals over tas
 * :func:`fit_lines`: least-squares lines of scatter pairs.
 * :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
 
-Why ~790 lines in one module: a dozen short question-functions (none over 100 lines) over the
-same tidy tables and helpers (``_cis``, ``_mean_n``, ``is_in``), imported by name from here
-by the study notebook; a split would scatter those helpers and change the notebook.
+One module: a dozen short question-functions share the tables and helpers (``_cis``,
+``is_in``) and the study notebook imports them by name from here.
 
 Examples
 --------
@@ -177,6 +176,24 @@ def is_in(values: pd.Series, allowed: pd.Series) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- overview
+
+
+def plain_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its categorical columns (the names of ``Study.events``) as the text
+    columns they were made from: what is written and what a table shows.
+
+    Examples
+    --------
+    >>> names = pd.Series(["b", "a", None], dtype="str")
+    >>> plain_text(pd.DataFrame({"x": names.astype("category")}))["x"].equals(names)
+    True
+    """
+    columns = {
+        str(name): column.astype(column.cat.categories.dtype)
+        for name, column in frame.items()
+        if isinstance(column.dtype, pd.CategoricalDtype)
+    }
+    return frame.assign(**columns) if columns else frame
 
 
 def study_overview(trials: pd.DataFrame) -> pd.DataFrame:
@@ -458,7 +475,7 @@ def _call_facts(events: pd.DataFrame, trials: pd.DataFrame, keys: list[str]) -> 
         count=len(events),
     )
     tokens, seconds = _numbers(events["attributed_tokens"]), _numbers(events["attributed_seconds"])
-    return events[keys].assign(
+    return plain_text(events[keys]).assign(
         _trial=events["trial_id"],
         _gt=has_gt.astype(np.int64),
         _surfaced=surfaced.astype(np.int64),

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import InputError
+from retrieval_lib.events.study_rows import LIST_COLUMNS
 from retrieval_lib.study import analysis
 
 if TYPE_CHECKING:
@@ -50,13 +51,6 @@ SECTIONS_FILENAME = "sections.json"
 SECTIONS_VERSION = "1"
 #: Metrics the calibration section shows when the trials have them.
 CALIBRATION_METRICS = ("file.AP", "file.recall")
-#: Columns whose cells are sequences (Parquet gives arrays back: turned into tuples).
-_SEQUENCE_COLUMNS = (
-    "ground_truth_files",
-    "target_files",
-    "matched_ground_truth_files",
-    "first_found_ground_truth_files",
-)
 
 
 def timeline_requests(text: str) -> list[str]:
@@ -246,7 +240,8 @@ def compute_sections(
     impact = study.impact()
     shown = study.timeline_trials(list(requested), top=timeline_top)
     ids = {str(v) for v in shown[["baseline_trial", "treatment_trial"]].stack().dropna()}
-    events = study.events[study.events["trial_id"].isin(ids)].reset_index(drop=True)
+    events = analysis.plain_text(study.events[study.events["trial_id"].isin(ids)])
+    events = events.reset_index(drop=True)
     tables: dict[str, pd.DataFrame] = {
         "trials": study.trials,
         "overview": study.overview(),
@@ -295,10 +290,6 @@ def compute_sections(
     )
 
 
-def _file_name(name: str) -> str:
-    return "section_" + name.replace(":", "__") + ".parquet"
-
-
 def _storable(frame: pd.DataFrame) -> pd.DataFrame:
     """Sequence cells as lists (Parquet list columns)."""
     columns = {
@@ -311,7 +302,7 @@ def _storable(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _restored(frame: pd.DataFrame) -> pd.DataFrame:
     """Parquet's arrays back as tuples in the sequence columns."""
-    for column in _SEQUENCE_COLUMNS:
+    for column in LIST_COLUMNS:
         if column in frame.columns:
             frame[column] = frame[column].map(
                 lambda v: tuple(v.tolist()) if isinstance(v, np.ndarray) else v
@@ -350,7 +341,7 @@ def write_sections(
             continue
         buffer = io.BytesIO()
         _storable(frame).to_parquet(buffer, index=False)
-        files[name] = _file_name(name)
+        files[name] = "section_" + name.replace(":", "__") + ".parquet"
         written.append(atomic_write_bytes(target / files[name], buffer.getvalue()))
     options = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(sections.options).items()

@@ -108,7 +108,9 @@ def replicated(study: Any, n_tasks: int = 240, seed: int = 20) -> Any:
                 )
                 counter += 1
     new_trials = pd.DataFrame(rows).reset_index(drop=True).astype(trials.dtypes.to_dict())
-    new_events = pd.concat(event_parts, ignore_index=True).astype(events.dtypes.to_dict())
+    # the study's dtypes; a categorical (a name column) takes the new trials' names
+    dtypes = {c: "category" if t == "category" else t for c, t in events.dtypes.items()}
+    new_events = pd.concat(event_parts, ignore_index=True).astype(dtypes)
     return replace(study, trials=new_trials, events=new_events)
 
 
