@@ -64,10 +64,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from retrieval_lib import lazylibs
 from retrieval_lib.errors import StatisticsError
 from retrieval_lib.stats.columns import (
     BINARY_OUTCOMES,
@@ -77,7 +79,7 @@ from retrieval_lib.stats.columns import (
     resolve_metrics,
 )
 from retrieval_lib.stats.multiple import benjamini_hochberg, holm
-from retrieval_lib.stats.permutation import MONTE_CARLO_MAX_N, N_RESAMPLES, permutation_p
+from retrieval_lib.stats.permutation import N_RESAMPLES, permutation_p
 
 __all__ = [
     "CORRELATION_COLUMNS",
@@ -172,17 +174,6 @@ def _columns(df: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
     return as_float(df[x]).to_numpy(), as_float(df[y]).to_numpy()
 
 
-def _complete(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    keep = ~(np.isnan(xs) | np.isnan(ys))
-    return xs[keep], ys[keep]
-
-
-def _not_enough(x: str, y: str, n: int, min_n: int) -> str | None:
-    if n < min_n:
-        return f"n={n} complete pairs is below the minimum of {min_n}"
-    return None
-
-
 def _constant(values: np.ndarray, name: str) -> str | None:
     if values.size and np.all(values == values[0]):
         return f"{name} is constant ({values[0]:g}) over the n={values.size} pairs"
@@ -203,12 +194,6 @@ def _fisher_ci(r: float, n: int, variance_factor: float) -> tuple[tuple[float, f
     return (math.tanh(z - half), math.tanh(z + half)), None
 
 
-def _coefficient(value: float) -> float:
-    """A correlation clipped to [-1, 1], exactly ±1 within rounding of it."""
-    r = float(np.clip(value, -1.0, 1.0))
-    return float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
-
-
 def _p_value(
     xs: np.ndarray, ys: np.ndarray, asymptotic: float, seed: int, n_resamples: int
 ) -> tuple[float, str]:
@@ -219,45 +204,106 @@ def _p_value(
     return p_value, method
 
 
-def _r_row(
-    x: str, y: str, method: str, n: int, r: float, variance_factor: float, p: tuple[float, str]
-) -> dict[str, object]:
-    """A tested correlation row: ``r``, its Fisher-z CI and ``p`` (p-value, how computed)."""
-    ci, ci_reason = _fisher_ci(r, n, variance_factor)
-    p_value, p_method = p
-    return _row(
-        x,
-        y,
-        method,
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
+def _ranks(values: np.ndarray) -> np.ndarray:
+    return np.asarray(lazylibs.scipy_stats().rankdata(values), dtype=float)
+
+
+def _r_fields(
+    statistic: float, n: int, p: tuple[float, str], bonett_wright: bool = False
+) -> dict[str, Any]:
+    """A tested correlation: r (exactly ±1 within rounding), its Fisher-z CI and p."""
+    r = float(np.clip(statistic, -1.0, 1.0))
+    r = float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
+    ci, reason = _fisher_ci(r, n, 1.0 + r * r / 2.0 if bonett_wright else 1.0)
+    return {"r": r, "ci": ci, "p_value": p[0], "p_method": p[1], "reason": reason}
+
+
+def _pearson(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    res = lazylibs.scipy_stats().pearsonr(xs, ys)
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_fields(res.statistic, xs.size, p)
+
+
+def _spearman(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    res = lazylibs.scipy_stats().spearmanr(xs, ys)
+    p = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
+    return _r_fields(res.statistic, xs.size, p, bonett_wright=True)
+
+
+def _point_biserial(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    res = lazylibs.scipy_stats().pointbiserialr(ys.astype(bool), xs)
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_fields(res.statistic, xs.size, p)
+
+
+def _hanley_mcneil_ci(area: float, n1: int, n0: int) -> tuple[tuple[float, float], str | None]:
+    """95% CI of an AUC with the Hanley–McNeil (1982) standard error, clipped to [0, 1]."""
+    if area <= 0.0 or area >= 1.0:
+        return (math.nan, math.nan), (
+            f"no CI: AUC = {area:g} (complete separation), where the Hanley-McNeil "
+            "standard error is 0"
+        )
+    q1, q2 = area / (2.0 - area), 2.0 * area * area / (1.0 + area)
+    variance = (
+        area * (1.0 - area) + (n1 - 1) * (q1 - area * area) + (n0 - 1) * (q2 - area * area)
+    ) / (n1 * n0)
+    half = _Z_975 * math.sqrt(max(variance, 0.0))
+    return (max(area - half, 0.0), min(area + half, 1.0)), None
+
+
+def _auc(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    positives, negatives = xs[ys == 1.0], xs[ys == 0.0]
+    n1, n0 = positives.size, negatives.size
+    res = lazylibs.scipy_stats().mannwhitneyu(
+        positives, negatives, alternative="two-sided", method="asymptotic"
     )
+    area = float(res.statistic) / (n1 * n0)
+    auc_ci, reason = _hanley_mcneil_ci(area, n1, n0)
+    p_value, p_method = _p_value(_ranks(xs), ys, float(res.pvalue), seed, n_resamples)
+    return {
+        "p_value": p_value,
+        "p_method": p_method,
+        "auc_value": area,
+        "auc_ci": auc_ci,
+        "reason": reason,
+    }
 
 
-def _pearson_row(
+_STATISTICS = {
+    "spearman": _spearman,
+    "pearson": _pearson,
+    "point_biserial": _point_biserial,
+    "auc": _auc,
+}
+
+
+def _method_row(
+    method: str,
     x: str,
     y: str,
     xs: np.ndarray,
     ys: np.ndarray,
     min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
+    seed: int,
+    n_resamples: int,
 ) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _complete(xs, ys)
+    """The row of ``method`` over the complete pairs, or why it is not computable."""
+    keep = ~(np.isnan(xs) | np.isnan(ys))
+    xs, ys = xs[keep], ys[keep]
+    if method in ("point_biserial", "auc"):
+        values = set(np.unique(ys).tolist())
+        if not values <= {0.0, 1.0}:
+            raise StatisticsError(
+                f"column {y!r} must be binary (0/1 or True/False); found values {sorted(values)}"
+            )
     n = xs.size
-    reason = _not_enough(x, y, n, min_n) or _constant(xs, x) or _constant(ys, y)
+    if n < min_n:
+        return _row(x, y, method, n, reason=f"n={n} complete pairs is below the minimum of {min_n}")
+    reason = _constant(xs, x) or _constant(ys, y)
     if reason:
-        return _row(x, y, "pearson", n, reason=reason)
-    res = stats.pearsonr(xs, ys)
-    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _r_row(x, y, "pearson", n, _coefficient(res.statistic), 1.0, p)
+        return _row(x, y, method, n, reason=reason)
+    fields = _STATISTICS[method](xs, ys, seed, n_resamples)
+    return _row(x, y, method, n, computable=True, **fields)
 
 
 def pearson(
@@ -295,38 +341,7 @@ def pearson(
     >>> round(float(pearson(df, "a", "b")["r"].iloc[0]), 4)
     0.7746
     """
-    return _frame(_pearson_row(x, y, *_columns(df, x, y), min_n, seed, n_resamples))
-
-
-def _ranks(values: np.ndarray) -> np.ndarray:
-    from scipy import stats
-
-    return np.asarray(stats.rankdata(values), dtype=float)
-
-
-def _spearman_row(
-    x: str,
-    y: str,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
-) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _complete(xs, ys)
-    n = xs.size
-    reason = _not_enough(x, y, n, min_n) or _constant(xs, x) or _constant(ys, y)
-    if reason:
-        return _row(x, y, "spearman", n, reason=reason)
-    res = stats.spearmanr(xs, ys)
-    r = _coefficient(res.statistic)
-    if n > MONTE_CARLO_MAX_N:  # no permutation p at this n: the ranks would go unused
-        p: tuple[float, str] = (float(res.pvalue), "asymptotic")
-    else:
-        p = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
-    return _r_row(x, y, "spearman", n, r, 1.0 + r * r / 2.0, p)
+    return _frame(_method_row("pearson", x, y, *_columns(df, x, y), min_n, seed, n_resamples))
 
 
 def spearman(
@@ -342,14 +357,8 @@ def spearman(
 
     Parameters
     ----------
-    df : pandas.DataFrame
-        Table holding both columns.
-    x, y : str
-        Column names.
-    min_n : int
-        Fewest complete pairs for which the correlation is reported.
-    seed, n_resamples
-        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
+    df, x, y, min_n, seed, n_resamples
+        As :func:`pearson`.
 
     Returns
     -------
@@ -369,37 +378,7 @@ def spearman(
     >>> float(row["r"]), round(float(row["p_value"]), 4), row["p_method"], float(row["ci_low"])
     (1.0, 0.0167, 'exact', nan)
     """
-    return _frame(_spearman_row(x, y, *_columns(df, x, y), min_n, seed, n_resamples))
-
-
-def _check_binary(xs: np.ndarray, ys: np.ndarray, binary: str) -> tuple[np.ndarray, np.ndarray]:
-    values = set(np.unique(ys).tolist())
-    if not values <= {0.0, 1.0}:
-        raise StatisticsError(
-            f"column {binary!r} must be binary (0/1 or True/False); found values {sorted(values)}"
-        )
-    return xs, ys
-
-
-def _point_biserial_row(
-    x: str,
-    binary: str,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
-) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _check_binary(*_complete(xs, ys), binary)
-    n = xs.size
-    reason = _not_enough(x, binary, n, min_n) or _constant(xs, x) or _constant(ys, binary)
-    if reason:
-        return _row(x, binary, "point_biserial", n, reason=reason)
-    res = stats.pointbiserialr(ys.astype(bool), xs)
-    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _r_row(x, binary, "point_biserial", n, _coefficient(res.statistic), 1.0, p)
+    return _frame(_method_row("spearman", x, y, *_columns(df, x, y), min_n, seed, n_resamples))
 
 
 def point_biserial(
@@ -421,10 +400,8 @@ def point_biserial(
         Metric column.
     binary : str
         Column of 0/1 or booleans (e.g. ``passed``).
-    min_n : int
-        Fewest complete pairs for which the correlation is reported.
-    seed, n_resamples
-        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
+    min_n, seed, n_resamples
+        As :func:`pearson`.
 
     Returns
     -------
@@ -439,60 +416,8 @@ def point_biserial(
     >>> round(float(point_biserial(df, "m", "passed")["r"].iloc[0]), 4)
     0.673
     """
-    return _frame(
-        _point_biserial_row(x, binary, *_columns(df, x, binary), min_n, seed, n_resamples)
-    )
-
-
-def _hanley_mcneil_ci(area: float, n1: int, n0: int) -> tuple[tuple[float, float], str | None]:
-    """95% CI of an AUC with the Hanley–McNeil (1982) standard error, clipped to [0, 1]."""
-    if area <= 0.0 or area >= 1.0:
-        return (math.nan, math.nan), (
-            f"no CI: AUC = {area:g} (complete separation), where the Hanley-McNeil "
-            "standard error is 0"
-        )
-    q1, q2 = area / (2.0 - area), 2.0 * area * area / (1.0 + area)
-    variance = (
-        area * (1.0 - area) + (n1 - 1) * (q1 - area * area) + (n0 - 1) * (q2 - area * area)
-    ) / (n1 * n0)
-    half = _Z_975 * math.sqrt(max(variance, 0.0))
-    return (max(area - half, 0.0), min(area + half, 1.0)), None
-
-
-def _auc_row(
-    x: str,
-    binary: str,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
-) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _check_binary(*_complete(xs, ys), binary)
-    n = xs.size
-    reason = _not_enough(x, binary, n, min_n) or _constant(xs, x) or _constant(ys, binary)
-    if reason:
-        return _row(x, binary, "auc", n, reason=reason)
-    positives, negatives = xs[ys == 1.0], xs[ys == 0.0]
-    n1, n0 = positives.size, negatives.size
-    res = stats.mannwhitneyu(positives, negatives, alternative="two-sided", method="asymptotic")
-    area = float(res.statistic) / (n1 * n0)
-    auc_ci, ci_reason = _hanley_mcneil_ci(area, n1, n0)
-    p_value, p_method = _p_value(_ranks(xs), ys, float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        binary,
-        "auc",
-        n,
-        p_value=p_value,
-        p_method=p_method,
-        auc_value=area,
-        auc_ci=auc_ci,
-        computable=True,
-        reason=ci_reason,
-    )
+    columns = _columns(df, x, binary)
+    return _frame(_method_row("point_biserial", x, binary, *columns, min_n, seed, n_resamples))
 
 
 def auc(
@@ -508,16 +433,10 @@ def auc(
 
     Parameters
     ----------
-    df : pandas.DataFrame
-        Table holding both columns.
-    x : str
-        Metric column.
+    df, x, min_n, seed, n_resamples
+        As :func:`point_biserial`.
     binary : str
         Column of 0/1 or booleans; 1 is the "positive" (passing) class.
-    min_n : int
-        Fewest complete pairs for which the AUC is reported.
-    seed, n_resamples
-        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
 
     Returns
     -------
@@ -536,21 +455,13 @@ def auc(
     >>> float(row["auc"]), round(float(row["rank_biserial"]), 4), float(row["r"])
     (0.8333333333333334, 0.6667, nan)
     """
-    return _frame(_auc_row(x, binary, *_columns(df, x, binary), min_n, seed, n_resamples))
+    return _frame(_method_row("auc", x, binary, *_columns(df, x, binary), min_n, seed, n_resamples))
 
 
 def _methods_for(outcome: str) -> tuple[str, ...]:
     if outcome in BINARY_OUTCOMES:
         return ("point_biserial", "auc")
     return ("spearman", "pearson")
-
-
-_ROW_FUNCTIONS = {
-    "spearman": _spearman_row,
-    "pearson": _pearson_row,
-    "point_biserial": _point_biserial_row,
-    "auc": _auc_row,
-}
 
 
 def flagged_trials(df: pd.DataFrame) -> np.ndarray:
@@ -586,7 +497,7 @@ def _group_block(
             for metric in metrics:
                 xs, ys = values[metric][mask], values[outcome][mask]
                 complete = ~(np.isnan(xs) | np.isnan(ys))
-                row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
+                row = _method_row(method, metric, outcome, xs, ys, min_n, seed, n_resamples)
                 row["n_flagged"] = int(flagged[mask][complete].sum())
                 row["family"] = METHOD_FAMILY[method]
                 rows.append(row)
