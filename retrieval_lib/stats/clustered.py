@@ -61,13 +61,13 @@ from retrieval_lib.stats.columns import (
 )
 
 __all__ = [
-    "CLUSTER_REFERENCE",
     "TASK_COLUMN",
     "ClusterMeanCI",
     "aggregate_by_task",
     "cluster_bootstrap_mean",
     "cluster_bootstrap_means",
     "correlate_by_task",
+    "majority_pass",
     "n_text",
     "task_mean_ci",
     "task_mean_cis",
@@ -76,11 +76,6 @@ __all__ = [
 
 #: Column holding the canonical task (the matched comparison's task key).
 TASK_COLUMN = "task_name"
-#: The reference the method texts cite.
-CLUSTER_REFERENCE = (
-    'E. Miller, "Adding Error Bars to Evals: A Statistical Approach to Language Model '
-    'Evaluations", arXiv:2411.00640 (2024)'
-)
 _ONE_TASK = "one task: no interval from a single task"
 _BOOT_CELLS = 4_000_000  # resampled task indices per chunk (bounds memory to ~32 MB)
 
@@ -424,11 +419,15 @@ def task_mean_cis(
     return [r for r in results if r is not None]
 
 
-def _majority(values: pd.Series) -> pd.Series:
-    """A task's pass/fail from its pass rate: more than half passed; an even split is NaN."""
-    array = values.to_numpy(dtype=float)
+def majority_pass(pass_rate: pd.Series) -> pd.Series:
+    """A task's pass/fail from its pass rate: more than half passed; an even split is NaN.
+
+    >>> majority_pass(pd.Series([1.0, 0.5, 1 / 3])).tolist()
+    [1.0, nan, 0.0]
+    """
+    array = pass_rate.to_numpy(dtype=float)
     out = np.where(array > 0.5, 1.0, np.where(array < 0.5, 0.0, np.nan))
-    return pd.Series(out, index=values.index)
+    return pd.Series(out, index=pass_rate.index)
 
 
 def _task_table(
@@ -443,7 +442,7 @@ def _task_table(
     agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
     for outcome in outcomes:
         if outcome in BINARY_OUTCOMES:
-            agg[outcome] = _majority(agg[outcome])
+            agg[outcome] = majority_pass(agg[outcome])
     agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
     return agg
 

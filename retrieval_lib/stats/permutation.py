@@ -53,7 +53,6 @@ __all__ = [
     "EXACT_MAX_N",
     "MONTE_CARLO_MAX_N",
     "N_RESAMPLES",
-    "P_METHODS",
     "permutation_p",
 ]
 
@@ -63,8 +62,6 @@ EXACT_MAX_N = 8
 MONTE_CARLO_MAX_N = 100
 #: Random pairings drawn for a Monte Carlo p-value.
 N_RESAMPLES = 10_000
-#: Values of the ``p_method`` column of a correlation row.
-P_METHODS: tuple[str, ...] = ("exact", "monte_carlo", "asymptotic")
 
 _REL_TOL = 1e-9
 
