@@ -4,30 +4,22 @@ Repeated trials of one task share its difficulty: they are not independent obser
 Treating them as such inflates ``n``, narrows confidence intervals and shrinks p-values
 (pseudo-replication: with every trial copied four times, a trial-level bootstrap CI
 halves while a task-level one does not move). Every pooled estimate of the library uses
-one of the two standard remedies, both here:
+one of the two standard remedies (E. Miller, "Adding Error Bars to Evals: A Statistical
+Approach to Language Model Evaluations", arXiv:2411.00640, 2024), both here:
 
-* :func:`aggregate_by_task` — **aggregate first**: one row per task (within each group of
-  the estimate: config or family, model), the mean of each column over the task's trials
-  with a value, with the trial counts. Any later statistic (a mean with its bootstrap CI,
-  a correlation) then has ``n`` = tasks.
-* :func:`task_mean_ci` — aggregate first, then the mean over tasks (each task counts
-  once, however often it was repeated) with the library's percentile bootstrap over the
-  task means; :func:`correlate_by_task` — correlations over one value per task.
-* :func:`cluster_bootstrap_mean` — **cluster bootstrap**: the mean over trials, with a
-  percentile interval from resampling *tasks* with replacement and keeping all trials
-  of a drawn task. Used where the grouping is a property of the trial (a retrieval tier,
-  a calibration slice), so one task's trials may fall into different groups and the
-  estimate is about trials, but its uncertainty is about tasks.
+* **aggregate first**: :func:`aggregate_by_task` (one row per task within each group of
+  the estimate, the mean of each column over the task's trials with a value), then a
+  statistic over tasks: :func:`task_mean_ci` (the mean over tasks, each counted once,
+  with the percentile bootstrap of the task means), :func:`correlate_by_task`;
+* **cluster bootstrap**: :func:`cluster_bootstrap_mean`, the mean over trials with a
+  percentile interval from resampling *tasks* with all their trials. Used where the
+  grouping is a property of the trial (a retrieval tier, a calibration slice), so one
+  task's trials may fall into different groups: the estimate is about trials, its
+  uncertainty about tasks.
 
-The task key is the canonical ``task_name`` as the matched comparison uses it
-(:func:`retrieval_lib.stats.paired.match_tasks`: ``task_name`` as text; names are made
-canonical when runs are read, :func:`retrieval_lib.runs.canonical_task_name`). Missing
-group keys (e.g. an unknown ``model``) form their own group, as in the matching (missing
-equals missing).
-
-Reference: clustered standard errors for evals whose questions come in groups, paired
-differences and power analysis are the recommendations of E. Miller, "Adding Error Bars
-to Evals: A Statistical Approach to Language Model Evaluations", arXiv:2411.00640 (2024).
+The task key is the canonical ``task_name`` as text, as the matched comparison has it
+(:func:`retrieval_lib.stats.paired.match_tasks`). Missing group keys (e.g. an unknown
+``model``) form their own group, as in the matching (missing equals missing).
 
 Examples
 --------

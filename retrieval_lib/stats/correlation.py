@@ -2,53 +2,37 @@
 
 Every function returns a one-row tidy DataFrame with the stable columns
 :data:`CORRELATION_COLUMNS`; :func:`correlate_metrics` stacks them for every metric ×
-outcome, per config and pooled, and adds multiple-testing adjusted p-values.
-
-These are **associations**, never causal effects: a retrieval metric that goes with a
-higher reward says nothing about what retrieval would do to the reward if changed.
+outcome, per config and pooled, and adds multiple-testing adjusted p-values. These are
+**associations**, never causal effects: a retrieval metric that goes with a higher reward
+says nothing about what retrieval would do to the reward if changed.
 
 Conventions
 -----------
 * Rows where either value is missing are dropped pair by pair; ``n`` is what remains.
-* Below ``min_n`` pairs (default 5), or when a column is constant, the row is
+  Below ``min_n`` pairs (default 5), or when a column is constant, the row is
   ``computable=False`` with the ``reason``; ``r``, CI and p are NaN (never 0).
-* **p-values** (column ``p_method``): from the permutation distribution of the statistic
+* **p-values** (``p_method``) come from the permutation distribution of the statistic
   (:func:`~retrieval_lib.stats.permutation.permutation_p`): ``"exact"`` (all n!
-  pairings) for n <= :data:`~retrieval_lib.stats.permutation.EXACT_MAX_N` (8),
-  ``"monte_carlo"`` (10,000 seeded random pairings, argument ``seed``) for n <=
-  :data:`~retrieval_lib.stats.permutation.MONTE_CARLO_MAX_N` (100), ``"asymptotic"``
-  (scipy's t or normal approximation) above. The t approximation of Spearman's p gives
-  1.4e-24 for a perfect n = 5; the exact two-sided p is 2/120.
-* Pearson: r from ``scipy.stats.pearsonr``; 95% CI by Fisher z with ``SE = 1/sqrt(n-3)``.
-* Spearman: ``scipy.stats.spearmanr`` (average ranks for ties; asymptotic p from the t
-  approximation with n-2 degrees of freedom); 95% CI by Fisher z with the
-  **Bonett–Wright (2000)** variance ``(1 + r^2/2) / (n-3)``, which keeps coverage close
-  to 95% for rank correlations where ``1/(n-3)`` is too narrow.
-* Point-biserial: Pearson r between the metric and a 0/1 outcome (CI as Pearson).
-* **A CI that cannot be computed is missing** (NaN) with the reason in ``reason``:
-  |r| = 1 (Fisher z is infinite), n <= 3 (no Fisher-z variance), an AUC of 0 or 1 (the
-  Hanley–McNeil standard error is 0). It is never the degenerate [1, 1]. The row stays
-  ``computable`` (r and p hold).
+  pairings) up to n = 8, ``"monte_carlo"`` (10,000 seeded pairings, argument ``seed``) up
+  to n = 100, scipy's ``"asymptotic"`` p above (its t approximation gives 1.4e-24 for a
+  perfect Spearman correlation of n = 5, whose exact two-sided p is 2/120).
+* 95% CIs by Fisher z: ``SE = 1/sqrt(n-3)`` for Pearson and point-biserial (Pearson r with
+  a 0/1 outcome); the **Bonett–Wright (2000)** variance ``(1 + r^2/2) / (n-3)`` for
+  Spearman (average ranks for ties), as ``1/(n-3)`` is too narrow for rank correlations.
+  **A CI that cannot be computed is missing** (NaN) with the reason: |r| = 1, n <= 3, an
+  AUC of 0 or 1. It is never the degenerate [1, 1]; the row stays ``computable``.
+* AUC (method ``"auc"``): ``U / (n1 * n0)`` from ``scipy.stats.mannwhitneyu`` with a
+  Hanley–McNeil (1982) CI, and ``rank_biserial = 2*AUC - 1`` (Cureton 1956; Kerby 2014);
+  ``r``, ``ci_low`` and ``ci_high`` are NaN on an AUC row.
 * Families (:func:`correlate_metrics`): Holm and Benjamini–Hochberg adjust the p-values
   within one **group** (a config, or the pooled table) and one **family of methods**:
-  ``"rank"`` (Spearman for continuous outcomes, AUC / Mann–Whitney for pass/fail) and
-  ``"linear"`` (Pearson, point-biserial). Spearman and Pearson of the same metric ×
-  outcome pair test the same null hypothesis (no association) twice, with two
-  statistics; putting both in one family would double ``m`` for one question, so each
-  family holds exactly one test per metric × outcome cell. The rank family is the
-  primary one (the report's heatmap marks it); the linear family is a sensitivity view.
-* Errored or timed-out trials are kept (their reward is what the verifier gave); every
-  row says in ``n_flagged`` how many of its ``n`` trials were errored or timed out, and
-  ``exclude_flagged=True`` leaves them out.
-* AUC (method ``"auc"``): ``auc = U / (n1 * n0)`` from ``scipy.stats.mannwhitneyu``, the
-  probability that a passing task has a higher metric than a failing one (ties count one
-  half), with its 95% CI in ``auc_ci_low`` / ``auc_ci_high`` (Hanley–McNeil 1982 standard
-  error, clipped to [0, 1]). The rank-biserial correlation ``2*AUC - 1`` (Cureton 1956;
-  Kerby 2014), the same information on the [-1, 1] scale of a correlation, has its own
-  column ``rank_biserial``. ``r``, ``ci_low`` and ``ci_high`` hold Pearson/Spearman/
-  point-biserial coefficients only and are NaN on an AUC row. p is the two-sided
-  Mann–Whitney p (permutation p as above; ``mannwhitneyu``'s normal approximation
-  above 100).
+  ``"rank"`` (Spearman for continuous outcomes, AUC for pass/fail) and ``"linear"``
+  (Pearson, point-biserial). Spearman and Pearson of one metric × outcome test the same
+  null hypothesis with two statistics; both in one family would double ``m`` for one
+  question, so each family holds one test per cell. The rank family is the primary one
+  (the report's heatmap marks it); the linear family is a sensitivity view.
+* Errored or timed-out trials are kept (their reward is what the verifier gave) and
+  counted in ``n_flagged``; ``exclude_flagged=True`` leaves them out.
 
 Examples
 --------

@@ -562,6 +562,7 @@ def run_impact(
     results: dict[Path, ImpactResult] = {}
     frames: list[pd.DataFrame] = []
     written: list[Path] = []
+    all_runs: set[str] = set()
     for table in tables:
         df = read_metrics_table(table, _columns_read(table, metrics))
         if df.empty:
@@ -573,8 +574,9 @@ def run_impact(
         results[table] = result
         frames.append(df)
         target = table.parent / IMPACT_FILENAME
-        document = impact_to_json(result, runs=_run_ids(df, table.parent.parent.name))
-        atomic_write_json(target, document)
+        runs = _run_ids(df, table.parent.parent.name)
+        all_runs.update(runs)
+        atomic_write_json(target, impact_to_json(result, runs=runs))
         written.append(target)
     pooled = None
     if pool is not None:
@@ -586,14 +588,7 @@ def run_impact(
         target = Path(pool)
         if target.suffix.lower() != ".json":
             target = target / POOLED_FILENAME
-        run_ids = sorted(
-            {
-                r
-                for df, t in zip(frames, tables, strict=True)
-                for r in _run_ids(df, t.parent.parent.name)
-            }
-        )
-        atomic_write_json(target, impact_to_json(pooled, runs=run_ids))
+        atomic_write_json(target, impact_to_json(pooled, runs=all_runs))
         written.append(target)
     return ImpactRun(results=results, written=written, pooled=pooled)
 

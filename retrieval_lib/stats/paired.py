@@ -269,10 +269,7 @@ def match_tasks(
 ) -> MatchResult:
     """Line up the tasks that ``baseline`` and ``treatment`` both ran comparably.
 
-    One group-by of the pooled table gives every (config, task, model, harness version)
-    group's counts, flags and texts; the per-task work is a few dictionary look-ups, and
-    the means of repeated trials are computed for all tasks at once (the same arithmetic
-    as ``DataFrame.mean``). No per-task frame is built: O(trials log trials).
+    Vectorised over all tasks (:class:`~retrieval_lib.stats.matching.TaskMatcher`).
 
     Parameters
     ----------

@@ -14,11 +14,10 @@ Statistics of :func:`paired_comparison`
 * **Degenerate is not tested.** ``tested`` (and its older alias ``computable``) is False,
   with the reason, when there are fewer than ``min_n`` (default 3) complete pairs, when
   the deltas are constant (zero variance: all zero, or all the same win), or when fewer
-  than :data:`MIN_NONZERO_DELTAS` (6) deltas are non-zero: 6 is the smallest number of
-  non-zero deltas at which the exact two-sided Wilcoxon p can reach 0.05 (with 5 the
-  smallest possible p is 2/32 = 0.0625, so a "test" could never say anything). The row
-  still carries ``n``, the means and median and the wins/losses/ties; the CI, p-values
-  and effect sizes are NaN and stay out of Holm's family.
+  than :data:`MIN_NONZERO_DELTAS` (6) deltas are non-zero (with 5 the exact two-sided
+  Wilcoxon p cannot go below 2/32 = 0.0625). The row still carries ``n``, the means and
+  median and the wins/losses/ties; the CI, p-values and effect sizes are NaN and stay out
+  of Holm's family.
 * mean and median of the deltas; 95% CI of the mean delta (``ci_method``): by default
   the **t interval** ``mean ± t(0.975, n-1) * sd / sqrt(n)`` of the per-task deltas
   (:func:`~retrieval_lib.stats.intervals.t_mean_ci`), exact for normal deltas and near
@@ -28,13 +27,9 @@ Statistics of :func:`paired_comparison`
   percentile bootstrap (too narrow at small n) in 90.7%, 94.5% and 95.2%, BCa in 93.3% at
   20–60. ``ci_method="bca"`` (scipy's BCa bootstrap, ``n_boot`` resamples, ``seed``) and
   ``"percentile"`` (:func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`) remain;
-* Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`) on the non-zero deltas
-  (zeros dropped, Wilcoxon's original rule), ranks of ``|delta|`` averaged over ties.
-  The p-value is exact without tied ``|delta|`` up to 50 non-zero deltas (scipy's exact
-  distribution) and with ties up to :data:`EXACT_MAX_N` (20), from the full enumeration
-  of the ``2**n`` sign flips (so binary rewards get an exact test too); otherwise the
-  normal approximation with tie-corrected variance and continuity correction.
-  ``wilcoxon_statistic`` is ``min(R+, R-)``;
+* Wilcoxon signed-rank test of the non-zero deltas (:func:`wilcoxon_signed_rank`: exact
+  up to 50 untied or :data:`EXACT_MAX_N` (20) tied deltas, so binary rewards get an exact
+  test too; else the normal approximation); ``wilcoxon_statistic`` is ``min(R+, R-)``;
 * sign test: exact two-sided binomial test of #wins among non-zero deltas;
 * matched-pairs rank-biserial correlation ``(R+ - R-) / (R+ + R-)`` (Kerby 2014) and
   Cohen's ``d_z = mean(delta) / sd(delta)`` (``ddof=1``);
