@@ -441,28 +441,18 @@ def _task_table(
 
 def _with_trials(result: pd.DataFrame, agg: pd.DataFrame, by: str | None) -> pd.DataFrame:
     """``result`` with ``n_trials`` after ``n``: the trials of the tasks of each row."""
-    # each group's rows selected once and each column's finite mask computed once
-    # (not one selection of the whole table per correlation row)
+    # each group's rows and each column's finite mask computed once, not per result row
     labels = None if by is None else agg[by].astype(str).to_numpy()
-    rows_of: dict[Any, np.ndarray] = {}
-    finite: dict[tuple[Any, Any], np.ndarray] = {}
-
-    def mask(name: Any, column: Any) -> np.ndarray:
-        if name not in rows_of:
-            rows_of[name] = (
-                np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
-            )
-        if (name, column) not in finite:
-            values = agg[column].to_numpy(float)[rows_of[name]]
-            finite[(name, column)] = np.isfinite(values)
-        return finite[(name, column)]
-
+    rows_of = {
+        group: np.arange(len(agg)) if labels is None else np.flatnonzero(labels == group)
+        for group in set(result["group"])
+    }
+    finite = {c: np.isfinite(agg[c].to_numpy(float)) for c in {*result["x"], *result["y"]}}
     n_trials = agg["n_trials"].to_numpy()
     counts = []
-    for row in result[["group", "x", "y"]].itertuples(index=False):
-        name = None if by is None else row.group
-        complete = mask(name, row.x) & mask(name, row.y)
-        counts.append(int(n_trials[rows_of[name]][complete].sum()))
+    for group, x, y in result[["group", "x", "y"]].itertuples(index=False):
+        rows = rows_of[group]
+        counts.append(int(n_trials[rows][finite[x][rows] & finite[y][rows]].sum()))
     result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
     return result
 

@@ -78,6 +78,7 @@ from retrieval_lib.stats.columns import (
 from retrieval_lib.stats.paired import (
     MATCH_KEY_COLUMNS,
     UNMATCHED_COLUMNS,
+    MatchResult,
     match_tasks,
     pair_configs,
 )
@@ -169,6 +170,21 @@ def _config_summary(df: pd.DataFrame) -> pd.DataFrame:
             median = float(np.median(finite)) if finite.size else math.nan
             rows.append((config, column, int(finite.size), n_tasks, mean, median))
     return pd.DataFrame(rows, columns=["config_name", "column", "n", "n_tasks", "mean", "median"])
+
+
+def _majority_mcnemar(match: MatchResult, min_pairs: int) -> pd.DataFrame:
+    """McNemar's test of a pair's pass/fail, a side passing a task when most of its trials
+    did; tasks whose trials split evenly are left out (``n_split_excluded``)."""
+    if "passed" not in match.value_columns:
+        test = pd.DataFrame([dict.fromkeys(MCNEMAR_COLUMNS, math.nan)])
+        test["n"], test["computable"] = 0, False
+        test["reason"] = "no 'passed' column in the metrics table"
+        test["n_split_excluded"] = 0
+        return test
+    b_rate, t_rate = match.baseline_values["passed"], match.treatment_values["passed"]
+    test = mcnemar_exact(majority_pass(b_rate), majority_pass(t_rate), min_n=min_pairs)
+    test["n_split_excluded"] = int(((b_rate == 0.5) | (t_rate == 0.5)).sum())
+    return test
 
 
 def analyze_impact(
@@ -264,16 +280,7 @@ def analyze_impact(
             strict_harness_version=strict_harness_version,
         )
         comparisons.append(compare_matched(match, n_boot=n_boot, seed=seed, min_n=min_pairs))
-        if "passed" in match.value_columns:
-            b_rate = match.baseline_values["passed"]
-            t_rate = match.treatment_values["passed"]
-            test = mcnemar_exact(majority_pass(b_rate), majority_pass(t_rate), min_n=min_pairs)
-            test["n_split_excluded"] = int(((b_rate == 0.5) | (t_rate == 0.5)).sum())
-        else:
-            test = pd.DataFrame([dict.fromkeys(MCNEMAR_COLUMNS, math.nan)])
-            test["n"], test["computable"] = 0, False
-            test["reason"] = "no 'passed' column in the metrics table"
-            test["n_split_excluded"] = 0
+        test = _majority_mcnemar(match, min_pairs)
         test.insert(0, "treatment", t_name)
         test.insert(0, "baseline", b_name)
         mcnemars.append(test)
