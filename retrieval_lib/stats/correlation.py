@@ -115,38 +115,14 @@ _Z_975 = 1.959963984540054  # standard normal 97.5% quantile
 _R_ONE_TOL = 1e-12  # |r| within this of 1 is a perfect correlation (rounding of scipy's r)
 
 
-def _row(
-    x: str,
-    y: str,
-    method: str,
-    n: int,
-    *,
-    r: float = math.nan,
-    ci: tuple[float, float] = (math.nan, math.nan),
-    p_value: float = math.nan,
-    p_method: str | None = None,
-    auc_value: float = math.nan,
-    auc_ci: tuple[float, float] = (math.nan, math.nan),
-    computable: bool = False,
-    reason: str | None = None,
-) -> dict[str, object]:
-    return {
-        "x": x,
-        "y": y,
-        "method": method,
-        "n": int(n),
-        "r": float(r),
-        "ci_low": float(ci[0]),
-        "ci_high": float(ci[1]),
-        "p_value": float(p_value),
-        "p_method": p_method,
-        "auc": float(auc_value),
-        "auc_ci_low": float(auc_ci[0]),
-        "auc_ci_high": float(auc_ci[1]),
-        "rank_biserial": 2.0 * float(auc_value) - 1.0,
-        "computable": bool(computable),
-        "reason": reason,
-    }
+def _row(x: str, y: str, method: str, n: int, **tested: Any) -> dict[str, object]:
+    """A result row: the statistics ``tested`` gives (with their ``reason``, if any), or
+    only ``reason`` and NaN statistics for a row that could not be computed."""
+    row: dict[str, Any] = dict.fromkeys(CORRELATION_COLUMNS, math.nan)
+    row.update(x=x, y=y, method=method, n=int(n), p_method=None, reason=None)
+    row.update(tested, computable="p_value" in tested)
+    row["rank_biserial"] = 2.0 * float(row["auc"]) - 1.0
+    return row
 
 
 def _frame(row: dict[str, object]) -> pd.DataFrame:
@@ -199,7 +175,14 @@ def _r_fields(
     r = float(np.clip(statistic, -1.0, 1.0))
     r = float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
     ci, reason = _fisher_ci(r, n, 1.0 + r * r / 2.0 if bonett_wright else 1.0)
-    return {"r": r, "ci": ci, "p_value": p[0], "p_method": p[1], "reason": reason}
+    return {
+        "r": r,
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+        "p_value": p[0],
+        "p_method": p[1],
+        "reason": reason,
+    }
 
 
 def _pearson(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
@@ -247,8 +230,9 @@ def _auc(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[st
     return {
         "p_value": p_value,
         "p_method": p_method,
-        "auc_value": area,
-        "auc_ci": auc_ci,
+        "auc": area,
+        "auc_ci_low": auc_ci[0],
+        "auc_ci_high": auc_ci[1],
         "reason": reason,
     }
 
@@ -287,7 +271,7 @@ def _method_row(
     if reason:
         return _row(x, y, method, n, reason=reason)
     fields = _STATISTICS[method](xs, ys, seed, n_resamples)
-    return _row(x, y, method, n, computable=True, **fields)
+    return _row(x, y, method, n, **fields)
 
 
 def pearson(
