@@ -145,16 +145,9 @@ def _plan_versions(
     for side in ("baseline", "treatment"):
         if not known[other(side)]:
             continue
+        there = f"{_versions_text(known[other(side)])} in {other(side)} config {names[other(side)]}"
         for version in sorted(known[side] - common):
-            left_out.append(
-                (
-                    side,
-                    version,
-                    f"harness version differs: {version} here, "
-                    f"{_versions_text(known[other(side)])} in {other(side)} config "
-                    f"{names[other(side)]}",
-                )
-            )
+            left_out.append((side, version, f"harness version differs: {version} here, {there}"))
     all_known = known["baseline"] | known["treatment"]
     single: str | None = None
     if len(common) == 1:
@@ -170,14 +163,11 @@ def _plan_versions(
             if unknown[side] and known[side] <= {single}:
                 chosen[side].append(_MISSING_KEY)
             elif unknown[side]:
-                left_out.append(
-                    (
-                        side,
-                        _MISSING_KEY,
-                        "harness version unknown here and this config ran several "
-                        f"({_versions_text(known[side])}): cannot tell which it is",
-                    )
+                reason = (
+                    "harness version unknown here and this config ran several "
+                    f"({_versions_text(known[side])}): cannot tell which it is"
                 )
+                left_out.append((side, _MISSING_KEY, reason))
         pairs.append((single, chosen["baseline"], chosen["treatment"]))
         return _VersionPlan(pairs, left_out)
     for version in sorted(common):
@@ -191,25 +181,15 @@ def _plan_versions(
     )
     for side in ("baseline", "treatment"):
         if unknown[side]:
-            left_out.append(
-                (
-                    side,
-                    _MISSING_KEY,
-                    f"harness version unknown here and the known versions leave it ambiguous "
-                    f"({ambiguous})",
-                )
-            )
+            why = f"the known versions leave it ambiguous ({ambiguous})"
+            left_out.append((side, _MISSING_KEY, f"harness version unknown here and {why}"))
         if not known[other(side)] and known[side]:
             # the other side knows no version and this side ran several: which one pairs?
-            for version in sorted(known[side]):
-                left_out.append(
-                    (
-                        side,
-                        version,
-                        f"harness version of {other(side)} config {names[other(side)]} is "
-                        f"unknown and this config ran several ({ambiguous})",
-                    )
-                )
+            reason = (
+                f"harness version of {other(side)} config {names[other(side)]} is "
+                f"unknown and this config ran several ({ambiguous})"
+            )
+            left_out.extend((side, version, reason) for version in sorted(known[side]))
     return _VersionPlan(pairs, left_out)
 
 
