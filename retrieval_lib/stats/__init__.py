@@ -9,10 +9,10 @@ One function per statistical test, each returning a tidy DataFrame with stable c
 * :mod:`retrieval_lib.stats.paired`: ``pair_configs``, ``match_tasks`` (which configs and
   tasks are compared);
 * :mod:`retrieval_lib.stats.paired_tests`: ``paired_comparison``, ``compare_matched``,
-  ``mcnemar_exact``, and the building blocks ``wilcoxon_signed_rank`` (exact up to 20
-  non-zero tied deltas, 50 untied), ``t_mean_ci`` (the t interval of the mean delta) and
-  ``bootstrap_mean_ci`` (the library's one bootstrap of a mean, percentile or BCa); a
-  paired test needs ``MIN_NONZERO_DELTAS`` (6) non-zero deltas;
+  ``mcnemar_exact``, ``wilcoxon_signed_rank`` (exact up to 20 non-zero tied deltas, 50
+  untied); a paired test needs ``MIN_NONZERO_DELTAS`` (6) non-zero deltas;
+* :mod:`retrieval_lib.stats.intervals`: ``t_mean_ci`` (the t interval of the mean delta),
+  ``bootstrap_mean_ci`` (the library's one bootstrap of a mean, percentile or BCa);
 * :mod:`retrieval_lib.stats.power`: ``tasks_needed`` (the CI half-width now and the
   matched tasks needed for a reward difference of 0.05 / 0.10 at 80% power);
 * :mod:`retrieval_lib.stats.columns`: ``KEY_METRICS`` (the default metric family),

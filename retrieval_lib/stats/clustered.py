@@ -4,30 +4,22 @@ Repeated trials of one task share its difficulty: they are not independent obser
 Treating them as such inflates ``n``, narrows confidence intervals and shrinks p-values
 (pseudo-replication: with every trial copied four times, a trial-level bootstrap CI
 halves while a task-level one does not move). Every pooled estimate of the library uses
-one of the two standard remedies, both here:
+one of the two standard remedies (E. Miller, "Adding Error Bars to Evals: A Statistical
+Approach to Language Model Evaluations", arXiv:2411.00640, 2024), both here:
 
-* :func:`aggregate_by_task` — **aggregate first**: one row per task (within each group of
-  the estimate: config or family, model), the mean of each column over the task's trials
-  with a value, with the trial counts. Any later statistic (a mean with its bootstrap CI,
-  a correlation) then has ``n`` = tasks.
-* :func:`task_mean_ci` — aggregate first, then the mean over tasks (each task counts
-  once, however often it was repeated) with the library's percentile bootstrap over the
-  task means; :func:`correlate_by_task` — correlations over one value per task.
-* :func:`cluster_bootstrap_mean` — **cluster bootstrap**: the mean over trials, with a
-  percentile interval from resampling *tasks* with replacement and keeping all trials
-  of a drawn task. Used where the grouping is a property of the trial (a retrieval tier,
-  a calibration slice), so one task's trials may fall into different groups and the
-  estimate is about trials, but its uncertainty is about tasks.
+* **aggregate first**: :func:`aggregate_by_task` (one row per task within each group of
+  the estimate, the mean of each column over the task's trials with a value), then a
+  statistic over tasks: :func:`task_mean_ci` (the mean over tasks, each counted once,
+  with the percentile bootstrap of the task means), :func:`correlate_by_task`;
+* **cluster bootstrap**: :func:`cluster_bootstrap_mean`, the mean over trials with a
+  percentile interval from resampling *tasks* with all their trials. Used where the
+  grouping is a property of the trial (a retrieval tier, a calibration slice), so one
+  task's trials may fall into different groups: the estimate is about trials, its
+  uncertainty about tasks.
 
-The task key is the canonical ``task_name`` as the matched comparison uses it
-(:func:`retrieval_lib.stats.paired.match_tasks`: ``task_name`` as text; names are made
-canonical when runs are read, :func:`retrieval_lib.runs.canonical_task_name`). Missing
-group keys (e.g. an unknown ``model``) form their own group, as in the matching (missing
-equals missing).
-
-Reference: clustered standard errors for evals whose questions come in groups, paired
-differences and power analysis are the recommendations of E. Miller, "Adding Error Bars
-to Evals: A Statistical Approach to Language Model Evaluations", arXiv:2411.00640 (2024).
+The task key is the canonical ``task_name`` as text, as the matched comparison has it
+(:func:`retrieval_lib.stats.paired.match_tasks`). Missing group keys (e.g. an unknown
+``model``) form their own group, as in the matching (missing equals missing).
 
 Examples
 --------
@@ -61,13 +53,13 @@ from retrieval_lib.stats.columns import (
 )
 
 __all__ = [
-    "CLUSTER_REFERENCE",
     "TASK_COLUMN",
     "ClusterMeanCI",
     "aggregate_by_task",
     "cluster_bootstrap_mean",
     "cluster_bootstrap_means",
     "correlate_by_task",
+    "majority_pass",
     "n_text",
     "task_mean_ci",
     "task_mean_cis",
@@ -76,11 +68,6 @@ __all__ = [
 
 #: Column holding the canonical task (the matched comparison's task key).
 TASK_COLUMN = "task_name"
-#: The reference the method texts cite.
-CLUSTER_REFERENCE = (
-    'E. Miller, "Adding Error Bars to Evals: A Statistical Approach to Language Model '
-    'Evaluations", arXiv:2411.00640 (2024)'
-)
 _ONE_TASK = "one task: no interval from a single task"
 _BOOT_CELLS = 4_000_000  # resampled task indices per chunk (bounds memory to ~32 MB)
 
@@ -424,11 +411,15 @@ def task_mean_cis(
     return [r for r in results if r is not None]
 
 
-def _majority(values: pd.Series) -> pd.Series:
-    """A task's pass/fail from its pass rate: more than half passed; an even split is NaN."""
-    array = values.to_numpy(dtype=float)
+def majority_pass(pass_rate: pd.Series) -> pd.Series:
+    """A task's pass/fail from its pass rate: more than half passed; an even split is NaN.
+
+    >>> majority_pass(pd.Series([1.0, 0.5, 1 / 3])).tolist()
+    [1.0, nan, 0.0]
+    """
+    array = pass_rate.to_numpy(dtype=float)
     out = np.where(array > 0.5, 1.0, np.where(array < 0.5, 0.0, np.nan))
-    return pd.Series(out, index=values.index)
+    return pd.Series(out, index=pass_rate.index)
 
 
 def _task_table(
@@ -443,35 +434,25 @@ def _task_table(
     agg = aggregate_by_task(rows, [*columns, "_flagged"], by=group_by, task=task)
     for outcome in outcomes:
         if outcome in BINARY_OUTCOMES:
-            agg[outcome] = _majority(agg[outcome])
+            agg[outcome] = majority_pass(agg[outcome])
     agg["errored"] = agg["_flagged"] > 0  # a task with a flagged trial is flagged
     return agg
 
 
 def _with_trials(result: pd.DataFrame, agg: pd.DataFrame, by: str | None) -> pd.DataFrame:
     """``result`` with ``n_trials`` after ``n``: the trials of the tasks of each row."""
-    # each group's rows selected once and each column's finite mask computed once
-    # (not one selection of the whole table per correlation row)
+    # each group's rows and each column's finite mask computed once, not per result row
     labels = None if by is None else agg[by].astype(str).to_numpy()
-    rows_of: dict[Any, np.ndarray] = {}
-    finite: dict[tuple[Any, Any], np.ndarray] = {}
-
-    def mask(name: Any, column: Any) -> np.ndarray:
-        if name not in rows_of:
-            rows_of[name] = (
-                np.arange(len(agg)) if labels is None else np.flatnonzero(labels == name)
-            )
-        if (name, column) not in finite:
-            values = agg[column].to_numpy(float)[rows_of[name]]
-            finite[(name, column)] = np.isfinite(values)
-        return finite[(name, column)]
-
+    rows_of = {
+        group: np.arange(len(agg)) if labels is None else np.flatnonzero(labels == group)
+        for group in set(result["group"])
+    }
+    finite = {c: np.isfinite(agg[c].to_numpy(float)) for c in {*result["x"], *result["y"]}}
     n_trials = agg["n_trials"].to_numpy()
     counts = []
-    for row in result[["group", "x", "y"]].itertuples(index=False):
-        name = None if by is None else row.group
-        complete = mask(name, row.x) & mask(name, row.y)
-        counts.append(int(n_trials[rows_of[name]][complete].sum()))
+    for group, x, y in result[["group", "x", "y"]].itertuples(index=False):
+        rows = rows_of[group]
+        counts.append(int(n_trials[rows][finite[x][rows] & finite[y][rows]].sum()))
     result.insert(list(result.columns).index("n") + 1, "n_trials", counts)
     return result
 

@@ -20,10 +20,10 @@ What is not a retrieval metric
 The default family
 ------------------
 Correlation and comparison families default to :data:`KEY_METRICS` (those present in the
-table): one metric per question (ranking quality, first hit, graded ranking, recall at a
-budget, overall recall, precision of what was surfaced, reading, chunk-level recall, use
-of what was retrieved). The multiple-testing correction is only as strong as its family
-is honest: the many near-duplicate cut-offs (``P@1``, ``R@3``, ``F1@5``, ...) would
+table): one metric per question (average precision, reciprocal rank of the first hit,
+nDCG@10, recall@10, overall recall and context efficiency of the files surfaced, recall
+of the files read, chunk recall). The multiple-testing correction is only as strong as its
+family is honest: the near-duplicate cut-offs (``P@1``, ``R@3``, ``F1@5``, ...) would
 inflate it without adding a question. ``metrics="all"`` widens it to every metric column.
 
 **One metric, one test.** ``util.read_overlap`` (the seed's
@@ -72,11 +72,8 @@ __all__ = [
 #: Stage prefixes of retrieval-metric columns.
 METRIC_PREFIXES: tuple[str, ...] = ("file.", "read.", "chunk.", "util.")
 
-#: The default family of retrieval metrics for correlations and comparisons, in
-#: display order (see the module notes): average precision, reciprocal rank of the first
-#: ground-truth file, nDCG@10, recall@10 and recall of the files surfaced, their
-#: context efficiency, recall of the files read (= the share of ground-truth files read,
-#: ``util.read_overlap``, which is therefore not listed again) and chunk recall.
+#: The default family of retrieval metrics for correlations and comparisons, in display
+#: order (see the module notes).
 KEY_METRICS: tuple[str, ...] = (
     "file.AP",
     "file.RR",

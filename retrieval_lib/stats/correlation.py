@@ -2,53 +2,37 @@
 
 Every function returns a one-row tidy DataFrame with the stable columns
 :data:`CORRELATION_COLUMNS`; :func:`correlate_metrics` stacks them for every metric ×
-outcome, per config and pooled, and adds multiple-testing adjusted p-values.
-
-These are **associations**, never causal effects: a retrieval metric that goes with a
-higher reward says nothing about what retrieval would do to the reward if changed.
+outcome, per config and pooled, and adds multiple-testing adjusted p-values. These are
+**associations**, never causal effects: a retrieval metric that goes with a higher reward
+says nothing about what retrieval would do to the reward if changed.
 
 Conventions
 -----------
 * Rows where either value is missing are dropped pair by pair; ``n`` is what remains.
-* Below ``min_n`` pairs (default 5), or when a column is constant, the row is
+  Below ``min_n`` pairs (default 5), or when a column is constant, the row is
   ``computable=False`` with the ``reason``; ``r``, CI and p are NaN (never 0).
-* **p-values** (column ``p_method``): from the permutation distribution of the statistic
+* **p-values** (``p_method``) come from the permutation distribution of the statistic
   (:func:`~retrieval_lib.stats.permutation.permutation_p`): ``"exact"`` (all n!
-  pairings) for n <= :data:`~retrieval_lib.stats.permutation.EXACT_MAX_N` (8),
-  ``"monte_carlo"`` (10,000 seeded random pairings, argument ``seed``) for n <=
-  :data:`~retrieval_lib.stats.permutation.MONTE_CARLO_MAX_N` (100), ``"asymptotic"``
-  (scipy's t or normal approximation) above. The t approximation of Spearman's p gives
-  1.4e-24 for a perfect n = 5; the exact two-sided p is 2/120.
-* Pearson: r from ``scipy.stats.pearsonr``; 95% CI by Fisher z with ``SE = 1/sqrt(n-3)``.
-* Spearman: ``scipy.stats.spearmanr`` (average ranks for ties; asymptotic p from the t
-  approximation with n-2 degrees of freedom); 95% CI by Fisher z with the
-  **Bonett–Wright (2000)** variance ``(1 + r^2/2) / (n-3)``, which keeps coverage close
-  to 95% for rank correlations where ``1/(n-3)`` is too narrow.
-* Point-biserial: Pearson r between the metric and a 0/1 outcome (CI as Pearson).
-* **A CI that cannot be computed is missing** (NaN) with the reason in ``reason``:
-  |r| = 1 (Fisher z is infinite), n <= 3 (no Fisher-z variance), an AUC of 0 or 1 (the
-  Hanley–McNeil standard error is 0). It is never the degenerate [1, 1]. The row stays
-  ``computable`` (r and p hold).
+  pairings) up to n = 8, ``"monte_carlo"`` (10,000 seeded pairings, argument ``seed``) up
+  to n = 100, scipy's ``"asymptotic"`` p above (its t approximation gives 1.4e-24 for a
+  perfect Spearman correlation of n = 5, whose exact two-sided p is 2/120).
+* 95% CIs by Fisher z: ``SE = 1/sqrt(n-3)`` for Pearson and point-biserial (Pearson r with
+  a 0/1 outcome); the **Bonett–Wright (2000)** variance ``(1 + r^2/2) / (n-3)`` for
+  Spearman (average ranks for ties), as ``1/(n-3)`` is too narrow for rank correlations.
+  **A CI that cannot be computed is missing** (NaN) with the reason: |r| = 1, n <= 3, an
+  AUC of 0 or 1. It is never the degenerate [1, 1]; the row stays ``computable``.
+* AUC (method ``"auc"``): ``U / (n1 * n0)`` from ``scipy.stats.mannwhitneyu`` with a
+  Hanley–McNeil (1982) CI, and ``rank_biserial = 2*AUC - 1`` (Cureton 1956; Kerby 2014);
+  ``r``, ``ci_low`` and ``ci_high`` are NaN on an AUC row.
 * Families (:func:`correlate_metrics`): Holm and Benjamini–Hochberg adjust the p-values
   within one **group** (a config, or the pooled table) and one **family of methods**:
-  ``"rank"`` (Spearman for continuous outcomes, AUC / Mann–Whitney for pass/fail) and
-  ``"linear"`` (Pearson, point-biserial). Spearman and Pearson of the same metric ×
-  outcome pair test the same null hypothesis (no association) twice, with two
-  statistics; putting both in one family would double ``m`` for one question, so each
-  family holds exactly one test per metric × outcome cell. The rank family is the
-  primary one (the report's heatmap marks it); the linear family is a sensitivity view.
-* Errored or timed-out trials are kept (their reward is what the verifier gave); every
-  row says in ``n_flagged`` how many of its ``n`` trials were errored or timed out, and
-  ``exclude_flagged=True`` leaves them out.
-* AUC (method ``"auc"``): ``auc = U / (n1 * n0)`` from ``scipy.stats.mannwhitneyu``, the
-  probability that a passing task has a higher metric than a failing one (ties count one
-  half), with its 95% CI in ``auc_ci_low`` / ``auc_ci_high`` (Hanley–McNeil 1982 standard
-  error, clipped to [0, 1]). The rank-biserial correlation ``2*AUC - 1`` (Cureton 1956;
-  Kerby 2014), the same information on the [-1, 1] scale of a correlation, has its own
-  column ``rank_biserial``. ``r``, ``ci_low`` and ``ci_high`` hold Pearson/Spearman/
-  point-biserial coefficients only and are NaN on an AUC row. p is the two-sided
-  Mann–Whitney p (permutation p as above; ``mannwhitneyu``'s normal approximation
-  above 100).
+  ``"rank"`` (Spearman for continuous outcomes, AUC for pass/fail) and ``"linear"``
+  (Pearson, point-biserial). Spearman and Pearson of one metric × outcome test the same
+  null hypothesis with two statistics; both in one family would double ``m`` for one
+  question, so each family holds one test per cell. The rank family is the primary one
+  (the report's heatmap marks it); the linear family is a sensitivity view.
+* Errored or timed-out trials are kept (their reward is what the verifier gave) and
+  counted in ``n_flagged``; ``exclude_flagged=True`` leaves them out.
 
 Examples
 --------
@@ -64,10 +48,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from retrieval_lib import lazylibs
 from retrieval_lib.errors import StatisticsError
 from retrieval_lib.stats.columns import (
     BINARY_OUTCOMES,
@@ -77,7 +63,7 @@ from retrieval_lib.stats.columns import (
     resolve_metrics,
 )
 from retrieval_lib.stats.multiple import benjamini_hochberg, holm
-from retrieval_lib.stats.permutation import MONTE_CARLO_MAX_N, N_RESAMPLES, permutation_p
+from retrieval_lib.stats.permutation import N_RESAMPLES, permutation_p
 
 __all__ = [
     "CORRELATION_COLUMNS",
@@ -129,38 +115,14 @@ _Z_975 = 1.959963984540054  # standard normal 97.5% quantile
 _R_ONE_TOL = 1e-12  # |r| within this of 1 is a perfect correlation (rounding of scipy's r)
 
 
-def _row(
-    x: str,
-    y: str,
-    method: str,
-    n: int,
-    *,
-    r: float = math.nan,
-    ci: tuple[float, float] = (math.nan, math.nan),
-    p_value: float = math.nan,
-    p_method: str | None = None,
-    auc_value: float = math.nan,
-    auc_ci: tuple[float, float] = (math.nan, math.nan),
-    computable: bool = False,
-    reason: str | None = None,
-) -> dict[str, object]:
-    return {
-        "x": x,
-        "y": y,
-        "method": method,
-        "n": int(n),
-        "r": float(r),
-        "ci_low": float(ci[0]),
-        "ci_high": float(ci[1]),
-        "p_value": float(p_value),
-        "p_method": p_method,
-        "auc": float(auc_value),
-        "auc_ci_low": float(auc_ci[0]),
-        "auc_ci_high": float(auc_ci[1]),
-        "rank_biserial": 2.0 * float(auc_value) - 1.0,
-        "computable": bool(computable),
-        "reason": reason,
-    }
+def _row(x: str, y: str, method: str, n: int, **tested: Any) -> dict[str, object]:
+    """A result row: the statistics ``tested`` gives (with their ``reason``, if any), or
+    only ``reason`` and NaN statistics for a row that could not be computed."""
+    row: dict[str, Any] = dict.fromkeys(CORRELATION_COLUMNS, math.nan)
+    row.update(x=x, y=y, method=method, n=int(n), p_method=None, reason=None)
+    row.update(tested, computable="p_value" in tested)
+    row["rank_biserial"] = 2.0 * float(row["auc"]) - 1.0
+    return row
 
 
 def _frame(row: dict[str, object]) -> pd.DataFrame:
@@ -170,17 +132,6 @@ def _frame(row: dict[str, object]) -> pd.DataFrame:
 def _columns(df: pd.DataFrame, x: str, y: str) -> tuple[np.ndarray, np.ndarray]:
     require_columns(df, [x, y])
     return as_float(df[x]).to_numpy(), as_float(df[y]).to_numpy()
-
-
-def _complete(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    keep = ~(np.isnan(xs) | np.isnan(ys))
-    return xs[keep], ys[keep]
-
-
-def _not_enough(x: str, y: str, n: int, min_n: int) -> str | None:
-    if n < min_n:
-        return f"n={n} complete pairs is below the minimum of {min_n}"
-    return None
 
 
 def _constant(values: np.ndarray, name: str) -> str | None:
@@ -203,12 +154,6 @@ def _fisher_ci(r: float, n: int, variance_factor: float) -> tuple[tuple[float, f
     return (math.tanh(z - half), math.tanh(z + half)), None
 
 
-def _coefficient(value: float) -> float:
-    """A correlation clipped to [-1, 1], exactly ±1 within rounding of it."""
-    r = float(np.clip(value, -1.0, 1.0))
-    return float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
-
-
 def _p_value(
     xs: np.ndarray, ys: np.ndarray, asymptotic: float, seed: int, n_resamples: int
 ) -> tuple[float, str]:
@@ -219,45 +164,114 @@ def _p_value(
     return p_value, method
 
 
-def _r_row(
-    x: str, y: str, method: str, n: int, r: float, variance_factor: float, p: tuple[float, str]
-) -> dict[str, object]:
-    """A tested correlation row: ``r``, its Fisher-z CI and ``p`` (p-value, how computed)."""
-    ci, ci_reason = _fisher_ci(r, n, variance_factor)
-    p_value, p_method = p
-    return _row(
-        x,
-        y,
-        method,
-        n,
-        r=r,
-        ci=ci,
-        p_value=p_value,
-        p_method=p_method,
-        computable=True,
-        reason=ci_reason,
+def _ranks(values: np.ndarray) -> np.ndarray:
+    return np.asarray(lazylibs.scipy_stats().rankdata(values), dtype=float)
+
+
+def _r_fields(
+    statistic: float, n: int, p: tuple[float, str], bonett_wright: bool = False
+) -> dict[str, Any]:
+    """A tested correlation: r (exactly ±1 within rounding), its Fisher-z CI and p."""
+    r = float(np.clip(statistic, -1.0, 1.0))
+    r = float(np.sign(r)) if abs(r) >= 1.0 - _R_ONE_TOL else r
+    ci, reason = _fisher_ci(r, n, 1.0 + r * r / 2.0 if bonett_wright else 1.0)
+    return {
+        "r": r,
+        "ci_low": ci[0],
+        "ci_high": ci[1],
+        "p_value": p[0],
+        "p_method": p[1],
+        "reason": reason,
+    }
+
+
+def _pearson(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    res = lazylibs.scipy_stats().pearsonr(xs, ys)
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_fields(res.statistic, xs.size, p)
+
+
+def _spearman(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    res = lazylibs.scipy_stats().spearmanr(xs, ys)
+    p = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
+    return _r_fields(res.statistic, xs.size, p, bonett_wright=True)
+
+
+def _point_biserial(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    res = lazylibs.scipy_stats().pointbiserialr(ys.astype(bool), xs)
+    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
+    return _r_fields(res.statistic, xs.size, p)
+
+
+def _hanley_mcneil_ci(area: float, n1: int, n0: int) -> tuple[tuple[float, float], str | None]:
+    """95% CI of an AUC with the Hanley–McNeil (1982) standard error, clipped to [0, 1]."""
+    if area <= 0.0 or area >= 1.0:
+        return (math.nan, math.nan), (
+            f"no CI: AUC = {area:g} (complete separation), where the Hanley-McNeil "
+            "standard error is 0"
+        )
+    q1, q2 = area / (2.0 - area), 2.0 * area * area / (1.0 + area)
+    variance = (
+        area * (1.0 - area) + (n1 - 1) * (q1 - area * area) + (n0 - 1) * (q2 - area * area)
+    ) / (n1 * n0)
+    half = _Z_975 * math.sqrt(max(variance, 0.0))
+    return (max(area - half, 0.0), min(area + half, 1.0)), None
+
+
+def _auc(xs: np.ndarray, ys: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    positives, negatives = xs[ys == 1.0], xs[ys == 0.0]
+    n1, n0 = positives.size, negatives.size
+    res = lazylibs.scipy_stats().mannwhitneyu(
+        positives, negatives, alternative="two-sided", method="asymptotic"
     )
+    area = float(res.statistic) / (n1 * n0)
+    auc_ci, reason = _hanley_mcneil_ci(area, n1, n0)
+    p_value, p_method = _p_value(_ranks(xs), ys, float(res.pvalue), seed, n_resamples)
+    return {
+        "p_value": p_value,
+        "p_method": p_method,
+        "auc": area,
+        "auc_ci_low": auc_ci[0],
+        "auc_ci_high": auc_ci[1],
+        "reason": reason,
+    }
 
 
-def _pearson_row(
+_STATISTICS = {
+    "spearman": _spearman,
+    "pearson": _pearson,
+    "point_biserial": _point_biserial,
+    "auc": _auc,
+}
+
+
+def _method_row(
+    method: str,
     x: str,
     y: str,
     xs: np.ndarray,
     ys: np.ndarray,
     min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
+    seed: int,
+    n_resamples: int,
 ) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _complete(xs, ys)
+    """The row of ``method`` over the complete pairs, or why it is not computable."""
+    keep = ~(np.isnan(xs) | np.isnan(ys))
+    xs, ys = xs[keep], ys[keep]
+    if method in ("point_biserial", "auc"):
+        values = set(np.unique(ys).tolist())
+        if not values <= {0.0, 1.0}:
+            raise StatisticsError(
+                f"column {y!r} must be binary (0/1 or True/False); found values {sorted(values)}"
+            )
     n = xs.size
-    reason = _not_enough(x, y, n, min_n) or _constant(xs, x) or _constant(ys, y)
+    if n < min_n:
+        return _row(x, y, method, n, reason=f"n={n} complete pairs is below the minimum of {min_n}")
+    reason = _constant(xs, x) or _constant(ys, y)
     if reason:
-        return _row(x, y, "pearson", n, reason=reason)
-    res = stats.pearsonr(xs, ys)
-    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _r_row(x, y, "pearson", n, _coefficient(res.statistic), 1.0, p)
+        return _row(x, y, method, n, reason=reason)
+    fields = _STATISTICS[method](xs, ys, seed, n_resamples)
+    return _row(x, y, method, n, **fields)
 
 
 def pearson(
@@ -295,38 +309,7 @@ def pearson(
     >>> round(float(pearson(df, "a", "b")["r"].iloc[0]), 4)
     0.7746
     """
-    return _frame(_pearson_row(x, y, *_columns(df, x, y), min_n, seed, n_resamples))
-
-
-def _ranks(values: np.ndarray) -> np.ndarray:
-    from scipy import stats
-
-    return np.asarray(stats.rankdata(values), dtype=float)
-
-
-def _spearman_row(
-    x: str,
-    y: str,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
-) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _complete(xs, ys)
-    n = xs.size
-    reason = _not_enough(x, y, n, min_n) or _constant(xs, x) or _constant(ys, y)
-    if reason:
-        return _row(x, y, "spearman", n, reason=reason)
-    res = stats.spearmanr(xs, ys)
-    r = _coefficient(res.statistic)
-    if n > MONTE_CARLO_MAX_N:  # no permutation p at this n: the ranks would go unused
-        p: tuple[float, str] = (float(res.pvalue), "asymptotic")
-    else:
-        p = _p_value(_ranks(xs), _ranks(ys), float(res.pvalue), seed, n_resamples)
-    return _r_row(x, y, "spearman", n, r, 1.0 + r * r / 2.0, p)
+    return _frame(_method_row("pearson", x, y, *_columns(df, x, y), min_n, seed, n_resamples))
 
 
 def spearman(
@@ -342,14 +325,8 @@ def spearman(
 
     Parameters
     ----------
-    df : pandas.DataFrame
-        Table holding both columns.
-    x, y : str
-        Column names.
-    min_n : int
-        Fewest complete pairs for which the correlation is reported.
-    seed, n_resamples
-        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
+    df, x, y, min_n, seed, n_resamples
+        As :func:`pearson`.
 
     Returns
     -------
@@ -369,37 +346,7 @@ def spearman(
     >>> float(row["r"]), round(float(row["p_value"]), 4), row["p_method"], float(row["ci_low"])
     (1.0, 0.0167, 'exact', nan)
     """
-    return _frame(_spearman_row(x, y, *_columns(df, x, y), min_n, seed, n_resamples))
-
-
-def _check_binary(xs: np.ndarray, ys: np.ndarray, binary: str) -> tuple[np.ndarray, np.ndarray]:
-    values = set(np.unique(ys).tolist())
-    if not values <= {0.0, 1.0}:
-        raise StatisticsError(
-            f"column {binary!r} must be binary (0/1 or True/False); found values {sorted(values)}"
-        )
-    return xs, ys
-
-
-def _point_biserial_row(
-    x: str,
-    binary: str,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
-) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _check_binary(*_complete(xs, ys), binary)
-    n = xs.size
-    reason = _not_enough(x, binary, n, min_n) or _constant(xs, x) or _constant(ys, binary)
-    if reason:
-        return _row(x, binary, "point_biserial", n, reason=reason)
-    res = stats.pointbiserialr(ys.astype(bool), xs)
-    p = _p_value(xs, ys, float(res.pvalue), seed, n_resamples)
-    return _r_row(x, binary, "point_biserial", n, _coefficient(res.statistic), 1.0, p)
+    return _frame(_method_row("spearman", x, y, *_columns(df, x, y), min_n, seed, n_resamples))
 
 
 def point_biserial(
@@ -421,10 +368,8 @@ def point_biserial(
         Metric column.
     binary : str
         Column of 0/1 or booleans (e.g. ``passed``).
-    min_n : int
-        Fewest complete pairs for which the correlation is reported.
-    seed, n_resamples
-        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
+    min_n, seed, n_resamples
+        As :func:`pearson`.
 
     Returns
     -------
@@ -439,60 +384,8 @@ def point_biserial(
     >>> round(float(point_biserial(df, "m", "passed")["r"].iloc[0]), 4)
     0.673
     """
-    return _frame(
-        _point_biserial_row(x, binary, *_columns(df, x, binary), min_n, seed, n_resamples)
-    )
-
-
-def _hanley_mcneil_ci(area: float, n1: int, n0: int) -> tuple[tuple[float, float], str | None]:
-    """95% CI of an AUC with the Hanley–McNeil (1982) standard error, clipped to [0, 1]."""
-    if area <= 0.0 or area >= 1.0:
-        return (math.nan, math.nan), (
-            f"no CI: AUC = {area:g} (complete separation), where the Hanley-McNeil "
-            "standard error is 0"
-        )
-    q1, q2 = area / (2.0 - area), 2.0 * area * area / (1.0 + area)
-    variance = (
-        area * (1.0 - area) + (n1 - 1) * (q1 - area * area) + (n0 - 1) * (q2 - area * area)
-    ) / (n1 * n0)
-    half = _Z_975 * math.sqrt(max(variance, 0.0))
-    return (max(area - half, 0.0), min(area + half, 1.0)), None
-
-
-def _auc_row(
-    x: str,
-    binary: str,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    min_n: int,
-    seed: int = 0,
-    n_resamples: int = N_RESAMPLES,
-) -> dict[str, object]:
-    from scipy import stats
-
-    xs, ys = _check_binary(*_complete(xs, ys), binary)
-    n = xs.size
-    reason = _not_enough(x, binary, n, min_n) or _constant(xs, x) or _constant(ys, binary)
-    if reason:
-        return _row(x, binary, "auc", n, reason=reason)
-    positives, negatives = xs[ys == 1.0], xs[ys == 0.0]
-    n1, n0 = positives.size, negatives.size
-    res = stats.mannwhitneyu(positives, negatives, alternative="two-sided", method="asymptotic")
-    area = float(res.statistic) / (n1 * n0)
-    auc_ci, ci_reason = _hanley_mcneil_ci(area, n1, n0)
-    p_value, p_method = _p_value(_ranks(xs), ys, float(res.pvalue), seed, n_resamples)
-    return _row(
-        x,
-        binary,
-        "auc",
-        n,
-        p_value=p_value,
-        p_method=p_method,
-        auc_value=area,
-        auc_ci=auc_ci,
-        computable=True,
-        reason=ci_reason,
-    )
+    columns = _columns(df, x, binary)
+    return _frame(_method_row("point_biserial", x, binary, *columns, min_n, seed, n_resamples))
 
 
 def auc(
@@ -508,16 +401,10 @@ def auc(
 
     Parameters
     ----------
-    df : pandas.DataFrame
-        Table holding both columns.
-    x : str
-        Metric column.
+    df, x, min_n, seed, n_resamples
+        As :func:`point_biserial`.
     binary : str
         Column of 0/1 or booleans; 1 is the "positive" (passing) class.
-    min_n : int
-        Fewest complete pairs for which the AUC is reported.
-    seed, n_resamples
-        Seed and size of the Monte Carlo permutation test (n from 9 to 100).
 
     Returns
     -------
@@ -536,21 +423,13 @@ def auc(
     >>> float(row["auc"]), round(float(row["rank_biserial"]), 4), float(row["r"])
     (0.8333333333333334, 0.6667, nan)
     """
-    return _frame(_auc_row(x, binary, *_columns(df, x, binary), min_n, seed, n_resamples))
+    return _frame(_method_row("auc", x, binary, *_columns(df, x, binary), min_n, seed, n_resamples))
 
 
 def _methods_for(outcome: str) -> tuple[str, ...]:
     if outcome in BINARY_OUTCOMES:
         return ("point_biserial", "auc")
     return ("spearman", "pearson")
-
-
-_ROW_FUNCTIONS = {
-    "spearman": _spearman_row,
-    "pearson": _pearson_row,
-    "point_biserial": _point_biserial_row,
-    "auc": _auc_row,
-}
 
 
 def flagged_trials(df: pd.DataFrame) -> np.ndarray:
@@ -586,7 +465,7 @@ def _group_block(
             for metric in metrics:
                 xs, ys = values[metric][mask], values[outcome][mask]
                 complete = ~(np.isnan(xs) | np.isnan(ys))
-                row = _ROW_FUNCTIONS[method](metric, outcome, xs, ys, min_n, seed, n_resamples)
+                row = _method_row(method, metric, outcome, xs, ys, min_n, seed, n_resamples)
                 row["n_flagged"] = int(flagged[mask][complete].sum())
                 row["family"] = METHOD_FAMILY[method]
                 rows.append(row)

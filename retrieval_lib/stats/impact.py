@@ -4,49 +4,36 @@
 trial, ``docs/contracts.md`` §3) and returns an :class:`ImpactResult` of DataFrames;
 :func:`impact_to_json` turns it into the deterministic ``retrieval_impact.json``
 document; :func:`run_impact` reads each run's table, writes the document beside it and,
-on request, one pooled analysis across runs.
+on request, one pooled analysis across runs. :func:`load_impact` reads a document back;
+:func:`impact_for_run` loads a run's document when it was made with the wanted options
+and computes the same analysis in memory otherwise (so the report shows what the JSON says).
 
 What each part means
 --------------------
-* The **metric family** is by default the key retrieval metrics
-  (:data:`~retrieval_lib.stats.columns.KEY_METRICS` present in the table); ``metrics=
-  "all"`` or a list widens or narrows it. The same family drives the correlations and
-  the comparisons, so ``retrieval_impact.json`` and the report agree.
-* ``correlations``: :func:`~retrieval_lib.stats.correlation.correlate_metrics` over one
-  value per task (:func:`~retrieval_lib.stats.clustered.correlate_by_task`: repeated
-  trials averaged per task and config, and per task for the pooled group; ``passed`` by
-  majority), so ``n`` counts tasks and ``n_trials`` the trials behind them; the task is
-  the unit of inference (Miller 2024, arXiv:2411.00640). Associations only.
-  Holm/BH families: one group × one method family (rank: Spearman + AUC; linear: Pearson
-  + point-biserial). Errored and timed-out trials are kept and counted in ``n_flagged``
+* The **metric family** (by default the
+  :data:`~retrieval_lib.stats.columns.KEY_METRICS` present; ``metrics="all"`` or a list)
+  drives both the correlations and the comparisons, so the JSON and the report agree.
+* ``correlations``: :func:`~retrieval_lib.stats.clustered.correlate_by_task`, over one
+  value per task (the task is the unit of inference, Miller 2024, arXiv:2411.00640).
+  Associations only; errored and timed-out trials are kept and counted in ``n_flagged``
   unless ``exclude_flagged``.
 * ``comparisons``: per (baseline, treatment) pair from
   :func:`~retrieval_lib.stats.paired.pair_configs`, the matched tasks of
   :func:`~retrieval_lib.stats.paired.match_tasks` compared metric by metric
   (:func:`~retrieval_lib.stats.paired_tests.compare_matched`), deltas = treatment − baseline.
   Holm family: the outcomes and the metric family of one config pair.
-* ``mcnemar``: pass/fail per matched task. With repeated trials a side passes a task when
-  more than half of its trials passed; a task whose trials split evenly is left out and
-  counted in ``n_split_excluded``.
-* ``per_task``: both sides' values and the delta for every matched task of every pair.
-* ``unmatched``: every task left out of a pair, with the reason. Unmatched trials still
-  count in ``config_summary`` (per-config outcome aggregates over all trials).
+* ``mcnemar``: pass/fail per matched task; with repeated trials a side passes a task when
+  more than half of its trials passed, and an even split is left out (``n_split_excluded``).
+* ``per_task``, ``unmatched`` and ``config_summary`` (over all trials, matched or not):
+  see :class:`ImpactResult`.
 
 Pooling across runs matches tasks by canonical task name, model and harness version
-(an unknown version is no difference; see :func:`~retrieval_lib.stats.paired.match_tasks`),
-whatever run they come from (a task run in several runs is a repeated trial). With
-``combine="latest"`` a pooled table needs ``started_at`` to tell which run's latest
-trial is the latest; without it the analysis is refused.
+(:func:`~retrieval_lib.stats.paired.match_tasks`), whatever run they come from (a task run
+in several runs is a repeated trial). ``combine="latest"`` over several runs needs
+``started_at`` to tell which run's latest trial is the latest, else it is refused.
 
-:func:`load_impact` reads a written ``retrieval_impact.json`` back into an
-:class:`ImpactResult`; :func:`impact_for_run` loads a run's document when present and
-computes the same analysis in memory otherwise (the report notebook uses it, so the
-report shows exactly what the JSON says).
-
-Why one module of this length: the analysis, its JSON document (schema version, writer and
-reader) and the command's run-by-run driver are one contract, ``retrieval_impact.json``:
-each table of :class:`ImpactResult` is written and read back by the code beside it, so a
-column added to the analysis is added to the document in the same place.
+One module: the analysis, its JSON document (schema version, writer and reader) and the
+run-by-run driver are one contract; a column added to the analysis is written and read here.
 
 Examples
 --------
@@ -81,7 +68,7 @@ import pandas as pd
 from retrieval_lib import __version__
 from retrieval_lib.errors import InputError, StatisticsError
 from retrieval_lib.io import atomic_write_json, load_package_json
-from retrieval_lib.stats.clustered import correlate_by_task
+from retrieval_lib.stats.clustered import correlate_by_task, majority_pass
 from retrieval_lib.stats.columns import (
     OUTCOME_COLUMNS,
     as_float,
@@ -91,6 +78,7 @@ from retrieval_lib.stats.columns import (
 from retrieval_lib.stats.paired import (
     MATCH_KEY_COLUMNS,
     UNMATCHED_COLUMNS,
+    MatchResult,
     match_tasks,
     pair_configs,
 )
@@ -170,42 +158,33 @@ class ImpactResult:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def _majority_pass(pass_rate: pd.Series) -> pd.Series:
-    """Per-task pass from the mean of the trials' ``passed``; an even split is NaN."""
-    values = pass_rate.to_numpy(dtype=float)
-    out = np.where(values > 0.5, 1.0, np.where(values < 0.5, 0.0, np.nan))
-    return pd.Series(out, index=pass_rate.index)
-
-
 def _config_summary(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for config, sub in df.groupby(df["config_name"].astype(str), sort=True):
-        for column in ["trials", *[c for c in OUTCOME_COLUMNS if c in df.columns]]:
-            if column == "trials":
-                rows.append(
-                    {
-                        "config_name": config,
-                        "column": "trials",
-                        "n": len(sub),
-                        "mean": math.nan,
-                        "median": math.nan,
-                        "n_tasks": int(sub["task_name"].nunique()),
-                    }
-                )
-                continue
-            values = as_float(sub[column]).to_numpy()
-            values = values[np.isfinite(values)]
-            rows.append(
-                {
-                    "config_name": config,
-                    "column": column,
-                    "n": int(values.size),
-                    "mean": float(values.mean()) if values.size else math.nan,
-                    "median": float(np.median(values)) if values.size else math.nan,
-                    "n_tasks": int(sub.loc[as_float(sub[column]).notna(), "task_name"].nunique()),
-                }
-            )
+        rows.append((config, "trials", len(sub), sub["task_name"].nunique(), math.nan, math.nan))
+        for column in [c for c in OUTCOME_COLUMNS if c in df.columns]:
+            values = as_float(sub[column])
+            finite = values.to_numpy()[np.isfinite(values.to_numpy())]
+            n_tasks = sub.loc[values.notna(), "task_name"].nunique()
+            mean = float(finite.mean()) if finite.size else math.nan
+            median = float(np.median(finite)) if finite.size else math.nan
+            rows.append((config, column, int(finite.size), n_tasks, mean, median))
     return pd.DataFrame(rows, columns=["config_name", "column", "n", "n_tasks", "mean", "median"])
+
+
+def _majority_mcnemar(match: MatchResult, min_pairs: int) -> pd.DataFrame:
+    """McNemar's test of a pair's pass/fail, a side passing a task when most of its trials
+    did; tasks whose trials split evenly are left out (``n_split_excluded``)."""
+    if "passed" not in match.value_columns:
+        test = pd.DataFrame([dict.fromkeys(MCNEMAR_COLUMNS, math.nan)])
+        test["n"], test["computable"] = 0, False
+        test["reason"] = "no 'passed' column in the metrics table"
+        test["n_split_excluded"] = 0
+        return test
+    b_rate, t_rate = match.baseline_values["passed"], match.treatment_values["passed"]
+    test = mcnemar_exact(majority_pass(b_rate), majority_pass(t_rate), min_n=min_pairs)
+    test["n_split_excluded"] = int(((b_rate == 0.5) | (t_rate == 0.5)).sum())
+    return test
 
 
 def analyze_impact(
@@ -301,16 +280,7 @@ def analyze_impact(
             strict_harness_version=strict_harness_version,
         )
         comparisons.append(compare_matched(match, n_boot=n_boot, seed=seed, min_n=min_pairs))
-        if "passed" in match.value_columns:
-            b_rate = match.baseline_values["passed"]
-            t_rate = match.treatment_values["passed"]
-            test = mcnemar_exact(_majority_pass(b_rate), _majority_pass(t_rate), min_n=min_pairs)
-            test["n_split_excluded"] = int(((b_rate == 0.5) | (t_rate == 0.5)).sum())
-        else:
-            test = pd.DataFrame([dict.fromkeys(MCNEMAR_COLUMNS, math.nan)])
-            test["n"], test["computable"] = 0, False
-            test["reason"] = "no 'passed' column in the metrics table"
-            test["n_split_excluded"] = 0
+        test = _majority_mcnemar(match, min_pairs)
         test.insert(0, "treatment", t_name)
         test.insert(0, "baseline", b_name)
         mcnemars.append(test)
@@ -560,17 +530,8 @@ def _run_ids(df: pd.DataFrame, fallback: str) -> list[str]:
 def run_impact(
     paths: Sequence[str | os.PathLike[str]],
     *,
-    baseline: str | None = None,
-    treatment: str | None = None,
-    seed: int = 0,
-    n_boot: int = 10000,
-    min_n: int = 5,
-    min_pairs: int = 3,
-    combine: str = "mean",
     pool: str | os.PathLike[str] | None = None,
-    metrics: str | Sequence[str] = "key",
-    exclude_flagged: bool = False,
-    strict_harness_version: bool = False,
+    **options: Any,
 ) -> ImpactRun:
     """Analyse each run's metrics table and write ``retrieval_impact.json`` beside it.
 
@@ -578,12 +539,13 @@ def run_impact(
     ----------
     paths : sequence of path
         Run folders, folders of runs, or metrics tables.
-    baseline, treatment, seed, n_boot, min_n, min_pairs, combine, metrics, exclude_flagged
-    strict_harness_version
-        As in :func:`analyze_impact` (the same defaults).
     pool : path, optional
         Also analyse all tables together and write the result here (a ``.json`` file
         name, or a folder that receives ``retrieval_impact_pooled.json``).
+    **options
+        Keyword arguments of :func:`analyze_impact` (``baseline``, ``treatment``, ``seed``,
+        ``n_boot``, ``min_n``, ``min_pairs``, ``combine``, ``metrics``,
+        ``exclude_flagged``, ``strict_harness_version``; the same defaults).
 
     Returns
     -------
@@ -603,53 +565,37 @@ def run_impact(
         for table in find_metrics_tables(path):
             if table not in tables:
                 tables.append(table)
-    options = dict(
-        baseline=baseline,
-        treatment=treatment,
-        seed=seed,
-        n_boot=n_boot,
-        min_n=min_n,
-        min_pairs=min_pairs,
-        combine=combine,
-        metrics=metrics,
-        exclude_flagged=exclude_flagged,
-        strict_harness_version=strict_harness_version,
-    )
+    metrics = options.get("metrics", "key")
     results: dict[Path, ImpactResult] = {}
     frames: list[pd.DataFrame] = []
     written: list[Path] = []
+    all_runs: set[str] = set()
     for table in tables:
         df = read_metrics_table(table, _columns_read(table, metrics))
         if df.empty:
             raise InputError(f"metrics table {table} has no rows")
         try:
-            result = analyze_impact(df, **options)  # type: ignore[arg-type]
+            result = analyze_impact(df, **options)
         except StatisticsError as exc:
             raise StatisticsError(f"{table}: {exc}") from exc
         results[table] = result
         frames.append(df)
         target = table.parent / IMPACT_FILENAME
-        document = impact_to_json(result, runs=_run_ids(df, table.parent.parent.name))
-        atomic_write_json(target, document)
+        runs = _run_ids(df, table.parent.parent.name)
+        all_runs.update(runs)
+        atomic_write_json(target, impact_to_json(result, runs=runs))
         written.append(target)
     pooled = None
     if pool is not None:
         combined = pd.concat(frames, ignore_index=True, sort=False)
         try:
-            pooled = analyze_impact(combined, **options)  # type: ignore[arg-type]
+            pooled = analyze_impact(combined, **options)
         except StatisticsError as exc:
             raise StatisticsError(f"pooled analysis: {exc}") from exc
         target = Path(pool)
         if target.suffix.lower() != ".json":
             target = target / POOLED_FILENAME
-        run_ids = sorted(
-            {
-                r
-                for df, t in zip(frames, tables, strict=True)
-                for r in _run_ids(df, t.parent.parent.name)
-            }
-        )
-        atomic_write_json(target, impact_to_json(pooled, runs=run_ids))
+        atomic_write_json(target, impact_to_json(pooled, runs=all_runs))
         written.append(target)
     return ImpactRun(results=results, written=written, pooled=pooled)
 
@@ -723,6 +669,16 @@ def _frame_from_records(records: list[dict[str, Any]], columns: Sequence[str]) -
     return frame
 
 
+def _written_document(folder: Path) -> Path | None:
+    """The ``retrieval_impact.json`` of a run folder or of its events folder, if written."""
+    from retrieval_lib.metrics.summary import EVENTS_DIRNAME
+
+    for candidate in (folder / IMPACT_FILENAME, folder / EVENTS_DIRNAME / IMPACT_FILENAME):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def load_impact(path: str | os.PathLike[str]) -> ImpactResult:
     """Read a ``retrieval_impact.json`` back into an :class:`ImpactResult`.
 
@@ -761,14 +717,13 @@ def load_impact(path: str | os.PathLike[str]) -> ImpactResult:
 
     target = Path(path)
     if target.is_dir():
-        candidates = [target / IMPACT_FILENAME, target / EVENTS_DIRNAME / IMPACT_FILENAME]
-        found = [c for c in candidates if c.is_file()]
-        if not found:
+        found = _written_document(target)
+        if found is None:
             raise InputError(
                 f"no {IMPACT_FILENAME} in {target} or {target / EVENTS_DIRNAME}: "
                 f"run `retrieval-lib impact {target}` first"
             )
-        target = found[0]
+        target = found
     try:
         document = json.loads(target.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -933,22 +888,20 @@ def impact_for_run(
     >>> source, result.params["n_boot"], result.params["recomputed"]
     ('computed', 60, 'retrieval_impact.json was made with other parameters (n_boot: 50 -> 60)')
     """
-    from retrieval_lib.metrics.summary import EVENTS_DIRNAME
     from retrieval_lib.metrics.table_files import find_metrics_tables, read_metrics_table
 
     root = Path(run_dir)
     kept: dict[str, Any] = {}
     note = ""
-    for candidate in (root / IMPACT_FILENAME, root / EVENTS_DIRNAME / IMPACT_FILENAME):
-        if candidate.is_file():
-            loaded = load_impact(candidate)
-            differences = option_differences(loaded.params, options)
-            if not differences:
-                return loaded, str(candidate)
-            kept = recorded_options(loaded.params)
-            note = f"{candidate.name} was made with other parameters ({'; '.join(differences)})"
-            root = candidate.parent
-            break
+    written = _written_document(root)
+    if written is not None:
+        loaded = load_impact(written)
+        differences = option_differences(loaded.params, options)
+        if not differences:
+            return loaded, str(written)
+        kept = recorded_options(loaded.params)
+        note = f"{written.name} was made with other parameters ({'; '.join(differences)})"
+        root = written.parent
     if table is None:
         table = read_metrics_table(find_metrics_tables(root)[0])
     result = analyze_impact(table, **{**kept, **options})

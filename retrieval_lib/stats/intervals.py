@@ -118,39 +118,22 @@ def bootstrap_mean_ci(
     >>> 0.0 <= low < 0.5 < high <= 1.0
     True
     """
-    data = np.asarray(values, dtype=float).reshape(-1)
-    if n_boot < 1:
-        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
-    if not 0.0 < alpha < 1.0:
-        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
-    if data.size == 0:
-        raise StatisticsError("no values to bootstrap")
-    if not np.isfinite(data).all():
-        raise StatisticsError("bootstrap values must be finite (drop missing values first)")
     if method not in ("percentile", "bca"):
         raise StatisticsError(f"method must be 'percentile' or 'bca', not {method!r}")
-    if method == "bca":
-        if np.unique(data).size == 1:
-            return float(data[0]), float(data[0])
-        res = lazylibs.scipy_stats().bootstrap(
-            (data,),
-            np.mean,
-            n_resamples=n_boot,
-            confidence_level=1.0 - alpha,
-            method="BCa",
-            rng=np.random.default_rng(seed),
-        )
-        return float(res.confidence_interval.low), float(res.confidence_interval.high)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    n = data.size
-    means = np.empty(n_boot)
-    chunk = max(1, _BOOT_CELLS // n)
-    for start in range(0, n_boot, chunk):
-        stop = min(start + chunk, n_boot)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = data[idx].mean(axis=1)
-    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(low), float(high)
+    if method == "percentile":
+        return bootstrap_mean_cis([values], n_boot=n_boot, seed=seed, alpha=alpha)[0]
+    data = _checked([values], n_boot, alpha)[0]
+    if np.unique(data).size == 1:
+        return float(data[0]), float(data[0])
+    res = lazylibs.scipy_stats().bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=n_boot,
+        confidence_level=1.0 - alpha,
+        method="BCa",
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def bootstrap_mean_cis(
@@ -178,20 +161,10 @@ def bootstrap_mean_cis(
     ...     bootstrap_mean_ci(a, n_boot=300, seed=2), bootstrap_mean_ci(b, n_boot=300, seed=2)]
     True
     """
-    data = [np.asarray(c, dtype=float).reshape(-1) for c in columns]
-    if not data:
+    if len(columns) == 0:
         return []
-    if n_boot < 1:
-        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
-    if not 0.0 < alpha < 1.0:
-        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
+    data = _checked(columns, n_boot, alpha)
     n = data[0].size
-    if any(d.size != n for d in data):
-        raise StatisticsError("bootstrap_mean_cis: the columns must have one length")
-    if n == 0:
-        raise StatisticsError("no values to bootstrap")
-    if not all(np.isfinite(d).all() for d in data):
-        raise StatisticsError("bootstrap values must be finite (drop missing values first)")
     rng = np.random.Generator(np.random.PCG64(seed))
     means = np.empty((len(data), n_boot))
     chunk = max(1, _BOOT_CELLS // n)
@@ -205,3 +178,21 @@ def bootstrap_mean_cis(
         low, high = np.quantile(row, [alpha / 2.0, 1.0 - alpha / 2.0])
         out.append((float(low), float(high)))
     return out
+
+
+def _checked(
+    columns: Sequence[Sequence[float] | np.ndarray], n_boot: int, alpha: float
+) -> list[np.ndarray]:
+    """The columns as float arrays, refused unless finite, non-empty and of one length."""
+    data = [np.asarray(c, dtype=float).reshape(-1) for c in columns]
+    if n_boot < 1:
+        raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
+    if not 0.0 < alpha < 1.0:
+        raise StatisticsError(f"alpha must be between 0 and 1, not {alpha}")
+    if any(d.size != data[0].size for d in data):
+        raise StatisticsError("bootstrap_mean_cis: the columns must have one length")
+    if data[0].size == 0:
+        raise StatisticsError("no values to bootstrap")
+    if not all(np.isfinite(d).all() for d in data):
+        raise StatisticsError("bootstrap values must be finite (drop missing values first)")
+    return data

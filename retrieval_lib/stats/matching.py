@@ -5,11 +5,8 @@ module notes) builds a :class:`TaskMatcher`. Here are the parts it is made of: t
 each (config, task, model, harness version) group from one group-by (:class:`_Groups`, with
 each group's texts as bit masks, :class:`_Texts`), the harness-version rules of one task
 (:func:`_plan_versions`), the choice among several trials flagged latest, and the means of
-repeated trials with ``DataFrame.mean``'s arithmetic (:func:`_nan_mean_rows`).
-
-Why ~750 lines in one module: it is one engine, whose parts (the group facts, the version
-rules, the common case at once, the rules one by one, the means) share private arrays;
-apart they would pass a dozen arrays across modules. No function is over 100 lines.
+repeated trials with ``DataFrame.mean``'s arithmetic (:func:`_nan_mean_rows`). One module:
+the parts share private arrays.
 
 Examples
 --------
@@ -24,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -147,16 +145,9 @@ def _plan_versions(
     for side in ("baseline", "treatment"):
         if not known[other(side)]:
             continue
+        there = f"{_versions_text(known[other(side)])} in {other(side)} config {names[other(side)]}"
         for version in sorted(known[side] - common):
-            left_out.append(
-                (
-                    side,
-                    version,
-                    f"harness version differs: {version} here, "
-                    f"{_versions_text(known[other(side)])} in {other(side)} config "
-                    f"{names[other(side)]}",
-                )
-            )
+            left_out.append((side, version, f"harness version differs: {version} here, {there}"))
     all_known = known["baseline"] | known["treatment"]
     single: str | None = None
     if len(common) == 1:
@@ -172,14 +163,11 @@ def _plan_versions(
             if unknown[side] and known[side] <= {single}:
                 chosen[side].append(_MISSING_KEY)
             elif unknown[side]:
-                left_out.append(
-                    (
-                        side,
-                        _MISSING_KEY,
-                        "harness version unknown here and this config ran several "
-                        f"({_versions_text(known[side])}): cannot tell which it is",
-                    )
+                reason = (
+                    "harness version unknown here and this config ran several "
+                    f"({_versions_text(known[side])}): cannot tell which it is"
                 )
+                left_out.append((side, _MISSING_KEY, reason))
         pairs.append((single, chosen["baseline"], chosen["treatment"]))
         return _VersionPlan(pairs, left_out)
     for version in sorted(common):
@@ -193,25 +181,15 @@ def _plan_versions(
     )
     for side in ("baseline", "treatment"):
         if unknown[side]:
-            left_out.append(
-                (
-                    side,
-                    _MISSING_KEY,
-                    f"harness version unknown here and the known versions leave it ambiguous "
-                    f"({ambiguous})",
-                )
-            )
+            why = f"the known versions leave it ambiguous ({ambiguous})"
+            left_out.append((side, _MISSING_KEY, f"harness version unknown here and {why}"))
         if not known[other(side)] and known[side]:
             # the other side knows no version and this side ran several: which one pairs?
-            for version in sorted(known[side]):
-                left_out.append(
-                    (
-                        side,
-                        version,
-                        f"harness version of {other(side)} config {names[other(side)]} is "
-                        f"unknown and this config ran several ({ambiguous})",
-                    )
-                )
+            reason = (
+                f"harness version of {other(side)} config {names[other(side)]} is "
+                f"unknown and this config ran several ({ambiguous})"
+            )
+            left_out.extend((side, version, reason) for version in sorted(known[side]))
     return _VersionPlan(pairs, left_out)
 
 
@@ -260,20 +238,19 @@ class _Groups:
 
 
 class _Texts:
-    """The distinct non-missing values (as text) of one column in each group.
+    """The distinct non-missing values (as text) of one column in each group, as bit masks.
 
-    With at most 62 distinct values in the column (the usual case: benchmarks, sources,
-    reasons) each group holds a bit mask and a union of groups is an OR; otherwise a set.
+    Bit ``i`` of a group's mask says it holds label ``i``; a union of groups is an OR.
+    The masks are int64 up to 62 labels (the usual case: benchmarks, sources, reasons) and
+    Python integers of any width beyond.
     """
 
     def __init__(self, work: pd.DataFrame, gid: np.ndarray, order: np.ndarray, column: str):
-        self.masks: np.ndarray | None = None
-        self.sets: dict[int, set[str]] = {}
         self._joined: dict[int, str | None] = {0: None}
         n_groups = len(order) and int(gid.max()) + 1
+        self.masks = np.zeros(n_groups, dtype=np.int64)
+        self.labels: list[str] = []
         if column not in work.columns or not n_groups:
-            self.masks = np.zeros(n_groups, dtype=np.int64)
-            self.labels: list[str] = []
             return
         values = work[column]
         present = values.notna().to_numpy()
@@ -283,49 +260,30 @@ class _Texts:
         self.labels = [str(v) for v in labels]
         if len(self.labels) <= 62:
             bits = np.where(codes >= 0, np.left_shift(1, np.maximum(codes, 0)), 0).astype(np.int64)
-            starts = np.flatnonzero(np.r_[True, np.diff(gid[order]) != 0])
-            self.masks = np.bitwise_or.reduceat(bits[order], starts)
-            return
-        for g, v in zip(gid[present].tolist(), text[present].tolist(), strict=True):
-            self.sets.setdefault(g, set()).add(v)
+        else:
+            bits = np.array([1 << c if c >= 0 else 0 for c in codes.tolist()], dtype=object)
+        starts = np.flatnonzero(np.r_[True, np.diff(gid[order]) != 0])
+        self.masks = np.bitwise_or.reduceat(bits[order], starts)
 
     def values(self, gids: Iterable[int]) -> set[str]:
-        if self.masks is None:
-            out: set[str] = set()
-            for g in gids:
-                out |= self.sets.get(g, set())
-            return out
         mask = 0
         for g in gids:
             mask |= int(self.masks[g])
         return {label for i, label in enumerate(self.labels) if mask >> i & 1}
 
-    def joined(self, gids: Iterable[int]) -> str | None:
-        """``"a|b"``: the values of these groups, sorted; None when there are none."""
-        if self.masks is None:
-            values = self.values(gids)
-            return "|".join(sorted(values)) if values else None
-        mask = 0
-        for g in gids:
-            mask |= int(self.masks[g])
-        return self._mask_text(mask)
-
-    def _mask_text(self, mask: int) -> str | None:
-        if mask not in self._joined:
-            labels = sorted(label for i, label in enumerate(self.labels) if mask >> i & 1)
-            self._joined[mask] = "|".join(labels)
-        return self._joined[mask]
-
-    def joined_many(self, *gid_arrays: np.ndarray) -> list[str | None]:
-        """:meth:`joined` of each row of groups (one group per array), for many at once."""
-        if self.masks is None:
-            return [self.joined(gs) for gs in zip(*(a.tolist() for a in gid_arrays), strict=True)]
-        mask = np.zeros(len(gid_arrays[0]), dtype=np.int64)
-        for a in gid_arrays:
-            mask |= self.masks[a]
+    def joined_rows(self, rows: np.ndarray, gids: np.ndarray, n_rows: int) -> list[str | None]:
+        """Per output row, ``"a|b"``: the sorted values of its groups (``gids[rows == r]``);
+        None when there are none."""
+        mask = np.zeros(n_rows, dtype=self.masks.dtype)
+        np.bitwise_or.at(mask, rows, self.masks[gids])
         unique, inverse = np.unique(mask, return_inverse=True)
-        texts = [self._mask_text(int(m)) for m in unique.tolist()]
-        return [texts[i] for i in inverse.tolist()]
+        texts = []
+        for m in unique.tolist():
+            if m not in self._joined:
+                labels = sorted(label for i, label in enumerate(self.labels) if m >> i & 1)
+                self._joined[m] = "|".join(labels)
+            texts.append(self._joined[m])
+        return [texts[i] for i in inverse.reshape(-1).tolist()]
 
 
 def _nan_mean_rows(values: np.ndarray) -> np.ndarray:
@@ -433,7 +391,10 @@ class TaskMatcher:
         self.picks: dict[str, list[int | list[int]]] = {"baseline": [], "treatment": []}
         self.unmatched: dict[str, list[object]] = {c: [] for c in UNMATCHED_COLUMNS}
         self.n_unverified = 0
-        self._row_key: list[int] = []  # (task, model) number of each key row of the rules
+        self._row_key: list[int] = []  # (task, model) number of each row of the rules
+        # each row of the rules: ((task, model, version), note), and the groups of each side
+        self._rule_keys: list[tuple[tuple[str, str, str], str | None]] = []
+        self._ruled: dict[str, list[list[int]]] = {"baseline": [], "treatment": []}
 
     def match(self, strict_harness_version: bool) -> None:
         """Match every task: the common case at once, the rest by the rules, merged."""
@@ -454,7 +415,7 @@ class TaskMatcher:
                 }
                 if self._pair((task, model, version), sides, strict_harness_version):
                     self._row_key.append(key_of_task[(task, model)])
-        self._merge_common_case(np.flatnonzero(fast))
+        self._fill_keys(np.flatnonzero(fast))
 
     def _common_case(self) -> np.ndarray:
         """Which (task, model) keys are the common case, and each group's latest row."""
@@ -563,34 +524,9 @@ class TaskMatcher:
             self._leave_out("treatment", key, n_rows["treatment"], reason)
             return False
         self.n_unverified += note is not None
-        flags = {
-            (col, s): int(sum(facts.flag_sums[col][g] for g in gids))
-            for col in ("errored", "timed_out")
-            for s, gids in sides.items()
-        }
-        texts = facts.texts
-        row: dict[str, object] = {
-            "task_name": key[0],
-            "model": _display_key(key[1]),
-            "harness_version": _display_key(key[2]),
-            "harness_version_unverified": note is not None,
-            "harness_version_note": note,
-            "benchmark": texts["benchmark"].joined([*sides["baseline"], *sides["treatment"]]),
-            "n_trials_baseline": n_valid["baseline"] if combine == "mean" else 1,
-            "n_trials_treatment": n_valid["treatment"] if combine == "mean" else 1,
-            "trials_without_reward_baseline": n_rows["baseline"] - n_valid["baseline"],
-            "trials_without_reward_treatment": n_rows["treatment"] - n_valid["treatment"],
-            "errored_trials_baseline": flags[("errored", "baseline")],
-            "errored_trials_treatment": flags[("errored", "treatment")],
-            "timed_out_trials_baseline": flags[("timed_out", "baseline")],
-            "timed_out_trials_treatment": flags[("timed_out", "treatment")],
-            "flagged": bool(any(flags.values())),
-            **{f"{c}_baseline": texts[c].joined(sides["baseline"]) for c in SOURCE_COLUMNS},
-            **{f"{c}_treatment": texts[c].joined(sides["treatment"]) for c in SOURCE_COLUMNS},
-        }
-        for col in MATCH_KEY_COLUMNS:
-            self.keys[col].append(row[col])
+        self._rule_keys.append((key, note))
         for s in ("baseline", "treatment"):
+            self._ruled[s].append(sides[s])
             self.picks[s].append(picks[s])  # type: ignore[arg-type]
         return True
 
@@ -609,9 +545,7 @@ class TaskMatcher:
                 continue
             n_unknown = int(sum(self.facts.size[g] for g in unknown))
             n_rows = int(sum(self.facts.size[g] for g in gids))
-            reasons: set[str] = set()
-            for g in unknown:
-                reasons |= self.facts.texts[UNKNOWN_REASON_COLUMN].values([g])
+            reasons = self.facts.texts[UNKNOWN_REASON_COLUMN].values(unknown)
             why = "; ".join(sorted(reasons)) or "no version recorded"
             if n_unknown == n_rows:
                 parts.append(f"{side} version unknown ({why})")
@@ -665,49 +599,69 @@ class TaskMatcher:
         ranked = sorted(range(len(latest)), key=lambda i: (times[i], labels[i]))
         return int(latest[ranked[-1]])
 
-    def _merge_common_case(self, fast_keys: np.ndarray) -> None:
-        """The common case's rows, column by column, merged in (task, model) order."""
-        if not len(fast_keys):
-            return
+    def _fill_keys(self, fast_keys: np.ndarray) -> None:
+        """The key columns and picks of every matched row, the common case's and the rules',
+        in (task, model) order; sums and texts over each side's groups at once."""
+        rules, n_fast = self._rule_keys, len(fast_keys)
+        order = np.argsort(np.r_[fast_keys, self._row_key].astype(np.int64), kind="stable")
+        at, n = order.tolist(), len(order)
+        position = np.empty(n, dtype=np.int64)  # output row of each fast row, then rule row
+        position[order] = np.arange(n)
+
+        def merged(fast: list[Any], ruled: list[Any]) -> list[Any]:
+            both = fast + ruled
+            return [both[i] for i in at]
+
         facts, texts = self.facts, self.facts.texts
-        fb, ft = self.gb[fast_keys], self.gt[fast_keys]
-        fast_cols: dict[str, list[Any]] = {
-            "task_name": self.task_g[fb].tolist(),
-            "model": [_display_key(str(m)) for m in self.model_g[fb].tolist()],
-            "harness_version": [str(h) for h in self.harness_g[fb].tolist()],
-            "harness_version_unverified": [False] * len(fb),
-            "harness_version_note": [None] * len(fb),
-            "benchmark": texts["benchmark"].joined_many(fb, ft),
+        members = {}  # side -> (output row of each member group, the group)
+        for label, gs in (("baseline", self.gb[fast_keys]), ("treatment", self.gt[fast_keys])):
+            if self.combine == "mean":
+                fast_picks: list[Any] = [[g] for g in gs.tolist()]
+            else:
+                fast_picks = self.latest_row[gs].tolist()
+            self.picks[label] = merged(fast_picks, self.picks[label])
+            ruled = self._ruled[label]
+            lengths = np.fromiter(map(len, ruled), np.int64, len(ruled))
+            gids = np.fromiter(itertools.chain.from_iterable(ruled), np.int64, int(lengths.sum()))
+            rows = np.r_[position[:n_fast], np.repeat(position[n_fast:], lengths)]
+            members[label] = (rows, np.r_[gs, gids])
+
+        def total(label: str, per_group: np.ndarray) -> np.ndarray:
+            rows, gids = members[label]
+            return np.bincount(rows, weights=per_group[gids], minlength=n).astype(np.int64)
+
+        fb = self.gb[fast_keys]
+        task, model, version = (
+            merged(g[fb].tolist(), [r[0][i] for r in rules])
+            for i, g in enumerate((self.task_g, self.model_g, self.harness_g))
+        )
+        notes = merged([None] * n_fast, [r[1] for r in rules])
+        (b_rows, b_gids), (t_rows, t_gids) = members["baseline"], members["treatment"]
+        cols: dict[str, list[Any]] = {
+            "task_name": task,
+            "model": [_display_key(m) for m in model],
+            "harness_version": [_display_key(v) for v in version],
+            "harness_version_unverified": [note is not None for note in notes],
+            "harness_version_note": notes,
+            "benchmark": texts["benchmark"].joined_rows(
+                np.r_[b_rows, t_rows], np.r_[b_gids, t_gids], n
+            ),
         }
-        sides = (("baseline", fb), ("treatment", ft))
-        for label, gs in sides:
-            valid_n = facts.n_valid[gs]
-            n_trials = valid_n.tolist() if self.combine == "mean" else [1] * len(gs)
-            fast_cols[f"n_trials_{label}"] = n_trials
-            fast_cols[f"trials_without_reward_{label}"] = (facts.size[gs] - valid_n).tolist()
-        any_flag = np.zeros(len(fb), dtype=bool)
+        for label in members:
+            valid = total(label, facts.n_valid)
+            cols[f"n_trials_{label}"] = valid.tolist() if self.combine == "mean" else [1] * n
+            cols[f"trials_without_reward_{label}"] = (total(label, facts.size) - valid).tolist()
+        any_flag = np.zeros(n, dtype=bool)
         for col in ("errored", "timed_out"):
-            for label, gs in sides:
-                n_flag = facts.flag_sums[col][gs].astype(np.int64)
+            for label in members:
+                n_flag = total(label, facts.flag_sums[col])
                 any_flag |= n_flag != 0
-                fast_cols[f"{col}_trials_{label}"] = n_flag.tolist()
-        fast_cols["flagged"] = any_flag.tolist()
+                cols[f"{col}_trials_{label}"] = n_flag.tolist()
+        cols["flagged"] = any_flag.tolist()
         for c in SOURCE_COLUMNS:
-            fast_cols[f"{c}_baseline"] = texts[c].joined_many(fb)
-            fast_cols[f"{c}_treatment"] = texts[c].joined_many(ft)
-        keys = np.concatenate([fast_keys, np.asarray(self._row_key, dtype=np.int64)])
-        order = np.argsort(keys, kind="stable").tolist()
-        for col in MATCH_KEY_COLUMNS:
-            merged = fast_cols[col] + self.keys[col]
-            self.keys[col] = [merged[i] for i in order]
-        for label, gs in sides:
-            fast_picks: list[int | list[int]] = (
-                [[g] for g in gs.tolist()]
-                if self.combine == "mean"
-                else self.latest_row[gs].tolist()
-            )
-            merged_picks = fast_picks + self.picks[label]
-            self.picks[label] = [merged_picks[i] for i in order]
+            for label in members:
+                cols[f"{c}_{label}"] = texts[c].joined_rows(*members[label], n)
+        self.keys = {c: cols[c] for c in MATCH_KEY_COLUMNS}
 
     def values(self, side: str) -> pd.DataFrame:
         """The value columns of one side, a row per matched task (picked row or mean)."""

@@ -142,10 +142,7 @@ def mean_ci(
     mean = float(finite.mean())
     if n == 1:
         return MeanCI(1, mean, math.nan, math.nan, "n=1: no interval from a single value")
-    try:
-        low, high = bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed, alpha=alpha)
-    except StatisticsError as exc:  # cannot happen after the checks above; keep one error type
-        raise InputError(str(exc)) from None
+    low, high = bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed, alpha=alpha)
     return MeanCI(n, mean, low, high, None)
 
 

@@ -168,28 +168,19 @@ def friedman(
     row: dict[str, object] = dict.fromkeys(FRIEDMAN_COLUMNS, math.nan)
     row.update(dv=dv, n=n, k=k, n_dropped=dropped, ddof1=k - 1, tested=False, reason=None)
     k_all = int(data[within].astype(str).nunique())
+    values = np.round(wide.to_numpy(dtype=float), 12)
     if k_all < 3:
-        row["reason"] = f"{k_all} condition(s): the Friedman test needs at least 3"
-        row["k"] = k_all
-        return pd.DataFrame([row], columns=list(FRIEDMAN_COLUMNS))
-    if n < min_n:
+        row.update(k=k_all, reason=f"{k_all} condition(s): the Friedman test needs at least 3")
+    elif n < min_n:
         row["reason"] = (
             f"{n} {subject} value(s) with every {within} is below the minimum of {min_n}"
         )
-        return pd.DataFrame([row], columns=list(FRIEDMAN_COLUMNS))
-    values = np.round(wide.to_numpy(dtype=float), 12)
-    if all(np.unique(r).size == 1 for r in values):
+    elif all(np.unique(r).size == 1 for r in values):
         row["reason"] = f"every one of the {n} {subject}s ties across all {k} {within}s"
-        return pd.DataFrame([row], columns=list(FRIEDMAN_COLUMNS))
-    stats = lazylibs.scipy_stats()
-    result = stats.friedmanchisquare(*values.T)
-    q = float(result.statistic)
-    row.update(
-        Q=q,
-        p_value=float(result.pvalue),
-        W=q / (n * (k - 1)),
-        tested=True,
-    )
+    else:
+        result = lazylibs.scipy_stats().friedmanchisquare(*values.T)
+        q = float(result.statistic)
+        row.update(Q=q, p_value=float(result.pvalue), W=q / (n * (k - 1)), tested=True)
     return pd.DataFrame([row], columns=list(FRIEDMAN_COLUMNS))
 
 
@@ -208,18 +199,12 @@ def pairwise_wilcoxon(
 
     Parameters
     ----------
-    data : pandas.DataFrame
-        Long format: one row per (subject, condition).
-    dv, within, subject : str
-        Value, condition and subject (block) columns.
+    data, dv, within, subject, min_n, blocks
+        As :func:`friedman`.
     padjust : {"holm", "none"}
         Correction over the pairs (``p_holm``; with ``"none"`` it equals ``wilcoxon_p``).
-    min_n : int
-        Fewest complete subjects for a test.
     alpha : float
         Level of the t interval of the mean delta (``1 - alpha``).
-    blocks : (pandas.DataFrame, int), optional
-        :func:`complete_blocks` of the same arguments, already made (not made again).
 
     Returns
     -------

@@ -1,15 +1,9 @@
 """Matched baseline-versus-treatment comparisons on the same tasks.
 
-Three steps, each usable on its own:
-
-1. :func:`pair_configs` decides which configs are compared, deterministically.
-2. :func:`match_tasks` lines up, for one pair, the tasks both configs ran with the same
-   model and a valid reward (harness versions equal or unknown), combining repeated
-   trials.
-3. The paired statistics of a match are :mod:`retrieval_lib.stats.paired_tests`:
-   ``paired_comparison`` tests one metric's paired deltas (treatment − baseline),
-   ``compare_matched`` every metric of a :class:`MatchResult` with Holm-adjusted
-   p-values, ``mcnemar_exact`` pass/fail.
+:func:`pair_configs` decides which configs are compared, deterministically;
+:func:`match_tasks` lines up, for one pair, the tasks both configs ran with the same model
+and a valid reward (harness versions equal or unknown), combining repeated trials. The
+statistics of a match are :mod:`retrieval_lib.stats.paired_tests`.
 
 Rules
 -----
@@ -269,10 +263,7 @@ def match_tasks(
 ) -> MatchResult:
     """Line up the tasks that ``baseline`` and ``treatment`` both ran comparably.
 
-    One group-by of the pooled table gives every (config, task, model, harness version)
-    group's counts, flags and texts; the per-task work is a few dictionary look-ups, and
-    the means of repeated trials are computed for all tasks at once (the same arithmetic
-    as ``DataFrame.mean``). No per-task frame is built: O(trials log trials).
+    Vectorised over all tasks (:class:`~retrieval_lib.stats.matching.TaskMatcher`).
 
     Parameters
     ----------

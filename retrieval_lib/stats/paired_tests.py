@@ -14,31 +14,22 @@ Statistics of :func:`paired_comparison`
 * **Degenerate is not tested.** ``tested`` (and its older alias ``computable``) is False,
   with the reason, when there are fewer than ``min_n`` (default 3) complete pairs, when
   the deltas are constant (zero variance: all zero, or all the same win), or when fewer
-  than :data:`MIN_NONZERO_DELTAS` (6) deltas are non-zero: 6 is the smallest number of
-  non-zero deltas at which the exact two-sided Wilcoxon p can reach 0.05 (with 5 the
-  smallest possible p is 2/32 = 0.0625, so a "test" could never say anything). The row
-  still carries ``n``, the means and median and the wins/losses/ties; the CI, p-values
-  and effect sizes are NaN and stay out of Holm's family.
+  than :data:`MIN_NONZERO_DELTAS` (6) deltas are non-zero (with 5 the exact two-sided
+  Wilcoxon p cannot go below 2/32 = 0.0625). The row still carries ``n``, the means and
+  median and the wins/losses/ties; the CI, p-values and effect sizes are NaN and stay out
+  of Holm's family.
 * mean and median of the deltas; 95% CI of the mean delta (``ci_method``): by default
   the **t interval** ``mean ± t(0.975, n-1) * sd / sqrt(n)`` of the per-task deltas
-  (:func:`~retrieval_lib.stats.intervals.t_mean_ci`). In a null simulation of 20–60 matched tasks (task difficulty from
-  Beta(0.7, 0.7), 1–5 trials per task, issue 22) the percentile bootstrap covered 0 in
-  only 91.7% of studies: it is too narrow at small n (its width lacks the ``n/(n-1)``
-  variance and t-quantile corrections). The t interval is exact for normal deltas and
-  near nominal on the bounded per-task deltas of a benchmark: in a seeded null simulation
-  (600 studies per band; per-task pass probability from Beta(0.7, 0.7), 1–5 binary trials
-  per task and side, delta of the per-task means) it covered 0 in 96.2% (10–19 tasks),
-  96.5% (20–60) and 95.7% (61–200) of studies, the percentile bootstrap in 90.7%, 94.5%
-  and 95.2%, BCa in 93.3% at 20–60 (300 studies). ``ci_method="bca"`` (scipy's BCa
-  bootstrap, ``n_boot`` resamples, ``seed``) and ``"percentile"``
-  (:func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`) remain available;
-* Wilcoxon signed-rank test (:func:`wilcoxon_signed_rank`) on the non-zero deltas
-  (zeros dropped, Wilcoxon's original rule), ranks of ``|delta|`` averaged over ties.
-  The p-value is exact without tied ``|delta|`` up to 50 non-zero deltas (scipy's exact
-  distribution) and with ties up to :data:`EXACT_MAX_N` (20), from the full enumeration
-  of the ``2**n`` sign flips (so binary rewards get an exact test too); otherwise the
-  normal approximation with tie-corrected variance and continuity correction.
-  ``wilcoxon_statistic`` is ``min(R+, R-)``;
+  (:func:`~retrieval_lib.stats.intervals.t_mean_ci`), exact for normal deltas and near
+  nominal on bounded ones: in a seeded null simulation (issue 22; 600 studies per band,
+  per-task pass probability from Beta(0.7, 0.7), 1–5 binary trials per task and side) it
+  covered 0 in 96.2% (10–19 tasks), 96.5% (20–60) and 95.7% (61–200) of studies, the
+  percentile bootstrap (too narrow at small n) in 90.7%, 94.5% and 95.2%, BCa in 93.3% at
+  20–60. ``ci_method="bca"`` (scipy's BCa bootstrap, ``n_boot`` resamples, ``seed``) and
+  ``"percentile"`` (:func:`~retrieval_lib.stats.intervals.bootstrap_mean_ci`) remain;
+* Wilcoxon signed-rank test of the non-zero deltas (:func:`wilcoxon_signed_rank`: exact
+  up to 50 untied or :data:`EXACT_MAX_N` (20) tied deltas, so binary rewards get an exact
+  test too; else the normal approximation); ``wilcoxon_statistic`` is ``min(R+, R-)``;
 * sign test: exact two-sided binomial test of #wins among non-zero deltas;
 * matched-pairs rank-biserial correlation ``(R+ - R-) / (R+ + R-)`` (Kerby 2014) and
   Cohen's ``d_z = mean(delta) / sd(delta)`` (``ddof=1``);
@@ -283,21 +274,15 @@ def _degenerate(snapped: np.ndarray, n: int, min_n: int, min_nonzero: int) -> st
     return None
 
 
-def _mean_ci(deltas: np.ndarray, ci_method: str, n_boot: int, seed: int) -> tuple[float, float]:
-    if ci_method == "t":
-        return t_mean_ci(deltas)
-    return bootstrap_mean_ci(deltas, n_boot=n_boot, seed=seed, method=ci_method)
-
-
 def _paired_row(
     a: Sequence[float] | np.ndarray | pd.Series,
     b: Sequence[float] | np.ndarray | pd.Series,
+    metric: str,
     n_boot: int,
     seed: int,
     min_n: int,
-    metric: str,
-    ci_method: str = "t",
-    min_nonzero: int = MIN_NONZERO_DELTAS,
+    ci_method: str,
+    min_nonzero: int,
 ) -> dict[str, object]:
     if n_boot < 1:
         raise StatisticsError(f"n_boot must be at least 1, not {n_boot}")
@@ -351,7 +336,12 @@ def _paired_row(
         return row
 
     stats = lazylibs.scipy_stats()
-    row["ci_low"], row["ci_high"] = _mean_ci(deltas, ci_method, n_boot, seed)
+    if ci_method == "t":
+        row["ci_low"], row["ci_high"] = t_mean_ci(deltas)
+    else:
+        row["ci_low"], row["ci_high"] = bootstrap_mean_ci(
+            deltas, n_boot=n_boot, seed=seed, method=ci_method
+        )
     row["ci_method"] = ci_method
     statistic, p_value, method = wilcoxon_signed_rank(snapped)
     row["wilcoxon_statistic"] = statistic
@@ -415,16 +405,7 @@ def paired_comparison(
     >>> row["reason"]
     'non-zero paired deltas: 3 of 3; a test needs 6 (the fewest at which an exact two-sided Wilcoxon p can reach 0.05)'
     """
-    row = _paired_row(
-        a,
-        b,
-        n_boot=n_boot,
-        seed=seed,
-        min_n=min_n,
-        metric=metric,
-        ci_method=ci_method,
-        min_nonzero=min_nonzero,
-    )
+    row = _paired_row(a, b, metric, n_boot, seed, min_n, ci_method, min_nonzero)
     return pd.DataFrame([row], columns=list(PAIRED_COLUMNS))
 
 
@@ -457,19 +438,9 @@ def compare_matched(
         pair** (non-computable ones excluded). Rows in the order of ``metrics``.
     """
     names = list(metrics) if metrics is not None else list(match.value_columns)
-    rows = [
-        _paired_row(
-            match.baseline_values[name],
-            match.treatment_values[name],
-            n_boot=n_boot,
-            seed=seed,
-            min_n=min_n,
-            metric=name,
-            ci_method=ci_method,
-            min_nonzero=min_nonzero,
-        )
-        for name in names
-    ]
+    b_values, t_values = match.baseline_values, match.treatment_values
+    options = (n_boot, seed, min_n, ci_method, min_nonzero)
+    rows = [_paired_row(b_values[name], t_values[name], name, *options) for name in names]
     columns = ["baseline", "treatment", *PAIRED_COLUMNS, "wilcoxon_p_holm"]
     if not rows:
         return pd.DataFrame(columns=columns)

@@ -10,22 +10,14 @@ values with the ``y`` values equally likely, so the null distribution of ``S`` o
 pairings gives the p-value of every one of these statistics (on ranks where the
 statistic is a rank statistic; ties are conditioned on, as they were observed).
 
-How the p-value is computed (:func:`permutation_p`)
-----------------------------------------------------
-* ``n <= EXACT_MAX_N`` (8): **exact**, all ``n!`` pairings enumerated (8! = 40,320, a
-  fraction of a millisecond once the pairings are cached);
-* ``n <= MONTE_CARLO_MAX_N`` (100): **Monte Carlo**, ``N_RESAMPLES`` (10,000) random
-  pairings drawn from ``numpy.random.Generator(PCG64(seed))``; the same ``n`` and seed
-  always give the same pairings, so the p-value is deterministic;
-* above: none here (the caller uses the asymptotic p-value, which is accurate at that
-  size).
-
-The two-sided p-value is scipy's (``scipy.stats.permutation_test(..., permutation_type=
-"pairings")``): ``min(1, 2 * min(P(S <= s), P(S >= s)))``; the Monte Carlo estimate counts
-the observed pairing in (``(k + 1) / (B + 1)``, never 0). Comparisons use a tolerance of
-``1e-9`` relative to the scale of ``S``, so floating-point noise does not split equal
-values. A perfect Spearman correlation of n = 5 has p = 2/120 (the t approximation says
-1.4e-24).
+:func:`permutation_p` enumerates all ``n!`` pairings up to :data:`EXACT_MAX_N` (8), draws
+:data:`N_RESAMPLES` (10,000) seeded random pairings up to :data:`MONTE_CARLO_MAX_N` (100)
+(the same ``n`` and seed give the same pairings and p-value), and leaves larger samples
+to the caller's asymptotic p-value, accurate at that size. The two-sided p-value is
+scipy's (``scipy.stats.permutation_test(..., permutation_type="pairings")``):
+``min(1, 2 * min(P(S <= s), P(S >= s)))``; the Monte Carlo estimate counts the observed
+pairing in (``(k + 1) / (B + 1)``, never 0). Comparisons use a tolerance of ``1e-9``
+relative to the scale of ``S``, so floating-point noise does not split equal values.
 
 Examples
 --------
@@ -53,7 +45,6 @@ __all__ = [
     "EXACT_MAX_N",
     "MONTE_CARLO_MAX_N",
     "N_RESAMPLES",
-    "P_METHODS",
     "permutation_p",
 ]
 
@@ -63,8 +54,6 @@ EXACT_MAX_N = 8
 MONTE_CARLO_MAX_N = 100
 #: Random pairings drawn for a Monte Carlo p-value.
 N_RESAMPLES = 10_000
-#: Values of the ``p_method`` column of a correlation row.
-P_METHODS: tuple[str, ...] = ("exact", "monte_carlo", "asymptotic")
 
 _REL_TOL = 1e-9
 

@@ -1,21 +1,18 @@
 """How many matched tasks would answer it: precision now and the sample size for a given effect.
 
 From the per-task paired deltas of a matched comparison (treatment − baseline, one value
-per task: the task is the unit), :func:`tasks_needed` says
-
-* ``n`` and ``sd_delta``, the standard deviation of the deltas (``ddof=1``);
-* ``ci_half_width``: the half-width of the 95% t interval of the mean delta now,
-  ``t(0.975, n-1) * sd_delta / sqrt(n)``;
-* ``n_needed_<effect>``: the number of matched tasks a paired t-test (two-sided, level
-  ``alpha``) needs to detect a mean delta of ``effect`` with probability ``power``,
-  given the observed spread: the smallest integer ``n >= 2`` with
-  ``P(|T| > t(1 - alpha/2, n-1)) >= power`` where ``T`` is noncentral t with ``n - 1``
-  degrees of freedom and noncentrality ``d * sqrt(n)``, ``d = effect / sd_delta``. This is
-  the ceiling of ``pingouin.power_ttest(d=d, power=power, alpha=alpha,
-  contrast="paired")`` (``d = 0.5`` needs 33.4, i.e. 34 tasks). The defaults ask for a
-  reward difference of 0.05 and 0.10 at 80% power and alpha 0.05, the power analysis that
-  E. Miller, "Adding Error Bars to Evals" (arXiv:2411.00640, 2024) recommends before
-  running an eval.
+per task: the task is the unit), :func:`tasks_needed` gives ``n``, ``sd_delta``
+(``ddof=1``), the half-width of the 95% t interval of the mean delta now,
+``t(0.975, n-1) * sd_delta / sqrt(n)``, and ``n_needed_<effect>``: the number of matched
+tasks a paired t-test (two-sided, level ``alpha``) needs to detect a mean delta of
+``effect`` with probability ``power``, given the observed spread: the smallest
+``n >= 2`` with ``P(|T| > t(1 - alpha/2, n-1)) >= power`` where ``T`` is noncentral t
+with ``n - 1`` degrees of freedom and noncentrality ``d * sqrt(n)``, ``d = effect /
+sd_delta``. This is the ceiling of ``pingouin.power_ttest(d=d, power=power,
+alpha=alpha, contrast="paired")`` (``d = 0.5`` needs 33.4, i.e. 34 tasks). The defaults
+ask for a reward difference of 0.05 and 0.10 at 80% power and alpha 0.05, the power
+analysis that E. Miller, "Adding Error Bars to Evals" (arXiv:2411.00640, 2024)
+recommends before running an eval.
 
 The effects are in the units of the deltas (reward and pass rate: on [0, 1]). The
 observed ``sd_delta`` is itself an estimate: with few tasks the answer is rough. Fewer

@@ -108,3 +108,11 @@ def test_csb_corpus_matches_exactly(tmp_path):
 
     study = load([CSB / "runs"], tasks_root=CSB / "benchmarks", out=tmp_path)
     assert assert_same_matching(study._frame()) > 0
+
+
+def test_columns_of_more_than_62_distinct_texts_match_exactly():
+    # more labels than an int64 bit mask holds: the masks are Python integers
+    df = random_pooled_table(60, seed=4)
+    df["benchmark"] = [f"bench-{i % 97}" for i in range(len(df))]
+    df["harness_version_unknown_reason"] = [f"reason {i % 70}" for i in range(len(df))]
+    assert assert_same_matching(df) > 0
