@@ -476,11 +476,14 @@ def _normalize_one(
     is_latest: bool,
     n_trials: int,
     suffix: str | None,
+    pass_id: Any = None,
 ) -> TrialOutput:
     index = _task_index(tasks_root)
     try:
         with _cycle_collector_paused():
-            return _normalize_trial(trial, result, index, out_root, is_latest, n_trials, suffix)
+            return _normalize_trial(
+                trial, result, index, out_root, is_latest, n_trials, suffix, pass_id
+            )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
         error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
         return TrialOutput(
@@ -515,10 +518,14 @@ def _normalize_trial(
     is_latest: bool,
     n_trials: int,
     suffix: str | None,
+    pass_id: Any,
 ) -> TrialOutput:
-    """:func:`_normalize_one`'s work, errors left to it."""
+    """:func:`_normalize_one`'s work, errors left to it (``pass_id``: the normalise pass,
+    so each task's ground truth is checked once per pass)."""
     task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-    ground_truth = load_ground_truth_cached(task_dirs, tasks_root=index.root if index else None)
+    ground_truth = load_ground_truth_cached(
+        task_dirs, tasks_root=index.root if index else None, pass_id=pass_id
+    )
     doc, trace_bytes = build_document(
         trial,
         result,
@@ -772,6 +779,7 @@ class _RunTracker:
         self.left_out = left_out if left_out is not None else LeftOut()
         # per output root (one per run): run folder, trials not back yet, paths written
         self.open: dict[str, tuple[str, list[int], set[str]]] = {}
+        self.pass_id = os.urandom(8)  # this pass's trials check a task's ground truth once
 
     def jobs(
         self, runs: Sequence[Path], tasks_root: str | None, out: str | Path | None
@@ -789,7 +797,7 @@ class _RunTracker:
             if not plan:
                 self._close(key)
             for trial, result, is_latest, n, suffix in plan:
-                yield (trial, result, tasks_root, key, is_latest, n, suffix)
+                yield (trial, result, tasks_root, key, is_latest, n, suffix, self.pass_id)
 
     def done(self, job: tuple[Any, ...], output: TrialOutput) -> None:
         key = job[3]

@@ -619,11 +619,10 @@ def build_events(
     gt_set = frozenset(gt_files)
     paths = _TrialPaths(gt_files, workspace_repos)
     started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
-    time_cache: dict[str, datetime | None] = {}
     events: list[dict[str, Any]] = []
     dropped: list[str] = []
     for step_index, call in enumerate(trace.tool_calls):
-        events.append(_event(step_index, call, paths, gt_set, started, time_cache, dropped))
+        events.append(_event(step_index, call, paths, gt_set, started, dropped))
         if dropped:
             if warnings is not None:
                 warnings.extend(
@@ -640,7 +639,6 @@ def _event(
     paths: _TrialPaths,
     gt_set: frozenset[str],
     started: datetime | None,
-    time_cache: dict[str, datetime | None],
     dropped: list[str] | None = None,
 ) -> dict[str, Any]:
     info = classify_tool(call.name)
@@ -697,9 +695,7 @@ def _event(
     matched = [t for t in target_files if t in gt_set]
     elapsed = None
     if started is not None and call.timestamp:
-        if call.timestamp not in time_cache:
-            time_cache[call.timestamp] = parse_iso_time(call.timestamp)
-        at = time_cache[call.timestamp]
+        at = parse_iso_time(call.timestamp)
         if at is not None:
             seconds = (at - started).total_seconds()
             # A call before the agent's start means the two clocks disagree (the start
