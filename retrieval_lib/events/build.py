@@ -122,6 +122,11 @@ _UNSEEN: Final = object()
 _MEMO_MAX_CHARS: Final = 512
 
 
+#: :func:`analyze_shell_command` remembered across a process's trials (a pure function of
+#: the command line; agents repeat their checks and searches). Its result is only read.
+_analyzed: Final = functools.lru_cache(maxsize=4096)(analyze_shell_command)
+
+
 @functools.lru_cache(maxsize=16384)
 def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) -> str | None:
     """:func:`normalize_path` remembered across the trials of a process: the trials of a
@@ -507,8 +512,9 @@ def _bash_stdout(call: ToolCall) -> str | None:
     return call.result if isinstance(call.result, str) else None
 
 
-def _listed_path(line: str, read: ShellRead) -> str | None:
-    """A ``find``/``grep -l`` output line as a path, or ``None`` for anything else."""
+def _listed_path(line: str, read: ShellRead, starts: list[str]) -> str | None:
+    """A ``find``/``grep -l`` output line as a path, or ``None`` for anything else
+    (``starts``: the read's paths, normalised)."""
     path = line.strip()
     if not path or _WHITESPACE_RE.search(path):
         return None  # messages ("find: ...: Permission denied") have spaces; paths rarely
@@ -516,7 +522,7 @@ def _listed_path(line: str, read: ShellRead) -> str | None:
         path = posixpath.join(read.cwd, path)
     path = posixpath.normpath(path)
     # find prints every name under one of its start folders: anything else is a message
-    under_a_start = any(_is_under(path, posixpath.normpath(start)) for start in read.paths)
+    under_a_start = any(_is_under(path, start) for start in starts)
     if read.program == "find" and read.paths and not under_a_start:
         return None
     return path
@@ -557,8 +563,9 @@ def _bash_targets(
     if not stdout:
         return symbols
     if read.output_format == "paths":
+        starts = [posixpath.normpath(start) for start in read.paths]
         for line in _result_lines(stdout):
-            path = _listed_path(line, read)
+            path = _listed_path(line, read, starts)
             if path is not None:
                 targets.add(path, "result")
     elif read.output_format == "count":
@@ -669,7 +676,11 @@ def _event(
     elif info.base_name == "Bash":
         command = args.get("command")
         if isinstance(command, str):
-            shell = analyze_shell_command(command)
+            shell = (
+                _analyzed(command)
+                if len(command) <= MAX_ARGUMENT_CHARS
+                else analyze_shell_command(command)
+            )
             made = (
                 [paths.key(raw) for raw in shell.created]
                 if shell.created and call.is_error is not True  # a failed call created nothing
