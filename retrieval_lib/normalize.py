@@ -239,12 +239,12 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     truncated = False
     versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
-    traj_path = trial_dir / TRAJECTORY_FILE
     named: list[str] = []  # trace files there but not regular files
     traj_size = _trace_size(trial_dir, TRAJECTORY_FILE, named)
     traj_present = traj_size is not None
     if traj_size is not None:
         trace_bytes += traj_size
+        traj_path = trial_dir / TRAJECTORY_FILE
         try:
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:

@@ -132,7 +132,7 @@ def parse_atif(path: str | Path, *, within: str | Path | None = None) -> ParsedT
     >>> [(c.name, c.result, c.timestamp, c.cumulative_tokens) for c in trace.tool_calls]
     [('Read', 'x', '2026-02-28T03:15:10.067Z', 12)]
     """
-    trace_path = Path(path)
+    trace_path = path if isinstance(path, Path) else Path(path)
     load_warnings: list[str] = []
     document = _load_document(trace_path, load_warnings, within)
     parser = _TrajectoryParser(trace_path.parent, seen=_Seen(trace_path))

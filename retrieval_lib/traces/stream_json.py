@@ -74,9 +74,9 @@ def read_trace_bytes(path: str | Path, what: str, within: str | Path | None = No
     >>> read_trace_bytes(trace, "transcript")
     b'{}'
     """
-    file_path = Path(path)
+    file_path = path if isinstance(path, Path) else Path(path)
     try:
-        folder = Path(within) if within is not None else file_path.parent
+        folder = within if within is not None else file_path.parent
         if lies_outside(file_path, folder):
             raise InputError(
                 f"{what} {file_path} is a symlink to a file outside {folder}; not read"
