@@ -443,16 +443,11 @@ def _repo_of(node: dict[str, Any], inherited: str | None) -> str | None:
     return inherited
 
 
-def _json_files(document: Any) -> list[tuple[str, str | None, list[tuple[Any, Any]]]]:
-    """``(path, repo, [(startLine, endLine), ...])`` of every file-naming object, in order."""
-    found: list[tuple[str, str | None, list[tuple[Any, Any]]]] = []
-    _collect_json_files(document, None, 0, found)
-    return found
-
-
 def _collect_json_files(
     node: Any, repo: str | None, depth: int, found: list[tuple[str, str | None, list]]
 ) -> None:
+    """Add ``(path, repo, [(startLine, endLine), ...])`` of every file-naming object of
+    ``node`` to ``found``, in order."""
     if depth > _MAX_JSON_DEPTH:
         return
     if type(node) is list:
@@ -502,7 +497,9 @@ def _mcp_targets(call: ToolCall, base_name: str, targets: _Targets) -> None:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
         return
-    for path, repo, spans in _json_files(document):
+    found: list[tuple[str, str | None, list[tuple[Any, Any]]]] = []
+    _collect_json_files(document, None, 0, found)
+    for path, repo, spans in found:
         key = targets.add(path, "result", repo or repo_arg)
         for start, end in spans:
             targets.add_range(key, start, end)

@@ -13,10 +13,8 @@ belong to, so usage is deduplicated by message id. When a message id repeats wit
 figures, the field-wise maximum is kept: stream lines may carry placeholder counts (notably
 ``output_tokens``) that later lines of the same message overwrite with larger ones.
 
-Why one module of this length: the line reader, the deduplication of usage by message id
-and the totals' fallbacks (``modelUsage``, the result line's ``usage``, the messages) are
-one format's rules and refer to each other; the ATIF parser reuses its content and repair
-helpers.
+Why one module of this length: the line reader, the usage deduplication and the totals'
+fallbacks are one format's rules; the ATIF parser reuses its content and repair helpers.
 """
 
 from __future__ import annotations
