@@ -529,10 +529,10 @@ def _listed_path(line: str, read: ShellRead, starts: list[str]) -> str | None:
         return None  # messages ("find: ...: Permission denied") have spaces; paths rarely
     if read.cwd and not path.startswith("/"):
         path = posixpath.join(read.cwd, path)
-    path = posixpath.normpath(path)
+    if "//" in path or "/." in path or path.startswith(".") or path.endswith("/"):
+        path = posixpath.normpath(path)  # else normpath would leave it as it is
     # find prints every name under one of its start folders: anything else is a message
-    under_a_start = any(_is_under(path, start) for start in starts)
-    if read.program == "find" and read.paths and not under_a_start:
+    if read.program == "find" and starts and not any(_is_under(path, s) for s in starts):
         return None
     return path
 
