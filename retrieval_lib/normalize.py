@@ -415,6 +415,7 @@ def build_document(
     )
 
     model = result.model or (trace.model if trace else None)
+    trial_text, run_prefix = str(trial.trial_dir), f"{trial.run_dir}/"  # relative_to is slow
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
         "generator": {"name": "retrieval_lib", "version": __version__},
@@ -424,7 +425,9 @@ def build_document(
             "task_name": result.task_name,
             "raw_task_name": result.raw_task_name,
             "trial_name": result.trial_name,
-            "trial_path": trial.trial_dir.relative_to(trial.run_dir).as_posix(),
+            "trial_path": trial_text[len(run_prefix) :]
+            if trial_text.startswith(run_prefix)
+            else trial.trial_dir.relative_to(trial.run_dir).as_posix(),
             "config_name": trial.config_name,
             "benchmark": benchmark,
             "model": model,
