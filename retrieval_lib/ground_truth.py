@@ -770,8 +770,7 @@ CACHE_SIZE = 4096
 #: timestamp granularity unnoticed, so such a task is not cached ("racily clean" in git).
 _RACY_NS = 2_000_000_000
 _Fingerprint = tuple[tuple[int, int, int, int] | None, ...]
-#: (task folders, tasks root) -> (paths watched, their fingerprint, ground truth, the
-#: pass that last checked the fingerprint)
+#: key -> (paths watched, their fingerprint, ground truth, the pass that last checked it)
 _CACHE: OrderedDict[
     tuple[tuple[str, ...], str | None],
     tuple[list[Path], _Fingerprint, GroundTruth, Hashable | None],

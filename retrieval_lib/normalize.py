@@ -523,8 +523,7 @@ def _normalize_trial(
     suffix: str | None,
     pass_id: Any,
 ) -> TrialOutput:
-    """:func:`_normalize_one`'s work, errors left to it (``pass_id``: the normalise pass,
-    so each task's ground truth is checked once per pass)."""
+    """:func:`_normalize_one`'s work, errors left to it."""
     task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
     ground_truth = load_ground_truth_cached(
         task_dirs, tasks_root=index.root if index else None, pass_id=pass_id

@@ -124,8 +124,7 @@ _MEMO_MAX_CHARS: Final = 512
 _MEMO_MAX_PATHS: Final = 2048
 
 
-#: :func:`analyze_shell_command` remembered across a process's trials (a pure function of
-#: the command line; agents repeat their checks and searches). Its result is only read.
+#: :func:`analyze_shell_command` remembered (pure; agents repeat commands); only read.
 _analyzed: Final = functools.lru_cache(maxsize=4096)(analyze_shell_command)
 
 
@@ -139,8 +138,7 @@ def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) ->
 
 @functools.lru_cache(maxsize=256)
 def _task_paths(gt_keys: tuple[str, ...], workspace_repos: tuple[str, ...]) -> _TaskPaths:
-    """One :class:`_TaskPaths` per task (ground truth, workspace repos) per process: the
-    trials of a task name the same files again and again."""
+    """One :class:`_TaskPaths` per task per process: its trials name the same files."""
     return _TaskPaths(gt_keys, workspace_repos)
 
 
@@ -446,8 +444,7 @@ def _repo_of(node: dict[str, Any], inherited: str | None) -> str | None:
 def _collect_json_files(
     node: Any, repo: str | None, depth: int, found: list[tuple[str, str | None, list]]
 ) -> None:
-    """Add ``(path, repo, [(startLine, endLine), ...])`` of every file-naming object of
-    ``node`` to ``found``, in order."""
+    """Add ``(path, repo, [(startLine, endLine), ...])`` of each file-naming object."""
     if depth > _MAX_JSON_DEPTH:
         return
     if type(node) is list:
@@ -522,8 +519,7 @@ def _bash_stdout(call: ToolCall) -> str | None:
 
 
 def _listed_path(line: str, read: ShellRead, starts: list[str]) -> str | None:
-    """A ``find``/``grep -l`` output line as a path, or ``None`` for anything else
-    (``starts``: the read's paths, normalised)."""
+    """A ``find``/``grep -l`` output line as a path (``starts``: ``read.paths``, normalised)."""
     path = line.strip()
     if not path or _WHITESPACE_RE.search(path):
         return None  # messages ("find: ...: Permission denied") have spaces; paths rarely
