@@ -148,7 +148,7 @@ def _load_document(
     replacement is noted in ``warnings``.
     """
     data = read_trace_bytes(path, "trajectory", within)
-    if not data.strip():
+    if not data or data.isspace():  # strip() would copy the whole file
         raise InputError(f"trajectory {path} is empty: not an ATIF trajectory")
     try:
         document = orjson.loads(data)
