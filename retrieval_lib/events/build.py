@@ -43,7 +43,7 @@ Results (``"result"``), never from an error result:
 Symbols (``target_symbols``): the ``symbol`` argument of MCP symbol navigation, and the
 pattern of a ``Grep`` call or shell ``grep``/``rg`` when it is a plain identifier.
 
-Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per task and
+Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per trial and
 then through :class:`retrieval_lib.paths.GroundTruthMatcher`, so that a target that stands
 for a ground-truth file is written exactly as the ground-truth key.
 
@@ -120,8 +120,6 @@ _UNSEEN: Final = object()
 
 #: Raw paths longer than this are normalised without being remembered.
 _MEMO_MAX_CHARS: Final = 512
-#: Distinct raw paths one task's :class:`_TaskPaths` remembers before starting afresh.
-_MEMO_MAX_PATHS: Final = 2048
 
 
 #: :func:`analyze_shell_command` remembered (pure; agents repeat commands); only read.
@@ -136,15 +134,8 @@ def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) ->
     return normalize_path(raw, repo=repo, workspace_repos=workspace_repos)
 
 
-@functools.lru_cache(maxsize=256)
-def _task_paths(gt_keys: tuple[str, ...], workspace_repos: tuple[str, ...]) -> _TaskPaths:
-    """One :class:`_TaskPaths` per task per process: its trials name the same files."""
-    return _TaskPaths(gt_keys, workspace_repos)
-
-
-class _TaskPaths:
-    """Normalises raw paths of one task's trials, each distinct ``(raw, repo)`` once
-    (up to :data:`_MEMO_MAX_PATHS` remembered).
+class _TrialPaths:
+    """Normalises raw paths of one trial, each distinct ``(raw, repo)`` once.
 
     One key style per document: repo-qualified keys (``repo::path``) only when the task
     is multi-repo (its ground truth names repos, or repo folders sit side by side in
@@ -174,8 +165,6 @@ class _TaskPaths:
             if not self._qualify_repos:
                 key = split_key(key)[1]
             key = self._matcher.match(key) or key
-        if len(self._cache) >= _MEMO_MAX_PATHS:
-            self._cache.clear()
         self._cache[cache_key] = key
         return key
 
@@ -185,7 +174,7 @@ class _Targets:
 
     __slots__ = ("files", "ranges", "_paths")
 
-    def __init__(self, paths: _TaskPaths) -> None:
+    def __init__(self, paths: _TrialPaths) -> None:
         self._paths = paths
         self.files: dict[str, str] = {}
         self.ranges: dict[str, list[tuple[int, int]]] = {}
@@ -629,7 +618,7 @@ def build_events(
         return []
     gt_files = list(ground_truth.files)
     gt_set = frozenset(gt_files)
-    paths = _task_paths(tuple(gt_files), tuple(workspace_repos))
+    paths = _TrialPaths(gt_files, workspace_repos)
     started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
     events: list[dict[str, Any]] = []
     dropped: list[str] = []
@@ -648,7 +637,7 @@ def build_events(
 def _event(
     step_index: int,
     call: ToolCall,
-    paths: _TaskPaths,
+    paths: _TrialPaths,
     gt_set: frozenset[str],
     started: datetime | None,
     dropped: list[str] | None = None,
