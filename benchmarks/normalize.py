@@ -246,12 +246,17 @@ def main(argv: list[str] | None = None) -> int:
             import retrieval_lib.normalize as normalize_module
             from retrieval_lib.ground_truth import load_ground_truth
 
+            def uncached(task_dirs, *, tasks_root=None, pass_id=None):
+                return load_ground_truth(task_dirs, tasks_root=tasks_root)
+
             cached = normalize_module.load_ground_truth_cached
-            normalize_module.load_ground_truth_cached = load_ground_truth  # type: ignore[assignment]
+            normalize_module.load_ground_truth_cached = uncached  # type: ignore[assignment]
             try:
                 cpu0 = time.process_time()
-                normalize_paths([runs], tasks, out=out1, workers=1)
+                uncached_report = normalize_paths([runs], tasks, out=out1, workers=1)
                 results["inprocess_uncached_cpu_seconds"] = time.process_time() - cpu0
+                if uncached_report.failed:
+                    raise SystemExit(f"uncached pass: {uncached_report.failures[0].error}")
             finally:
                 normalize_module.load_ground_truth_cached = cached
             shutil.rmtree(out1)

@@ -66,7 +66,7 @@ import json
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase as fnmatch
 from pathlib import Path
@@ -770,8 +770,10 @@ CACHE_SIZE = 4096
 #: timestamp granularity unnoticed, so such a task is not cached ("racily clean" in git).
 _RACY_NS = 2_000_000_000
 _Fingerprint = tuple[tuple[int, int, int, int] | None, ...]
+#: key -> (paths watched, their fingerprint, ground truth, the pass that last checked it)
 _CACHE: OrderedDict[
-    tuple[tuple[str, ...], str | None], tuple[list[Path], _Fingerprint, GroundTruth]
+    tuple[tuple[str, ...], str | None],
+    tuple[list[Path], _Fingerprint, GroundTruth, Hashable | None],
 ]
 _CACHE = OrderedDict()
 
@@ -804,7 +806,7 @@ def _copy(gt: GroundTruth) -> GroundTruth:
 
 
 def load_ground_truth_cached(
-    task_dirs: Sequence[Path], *, tasks_root: Path | None = None
+    task_dirs: Sequence[Path], *, tasks_root: Path | None = None, pass_id: Hashable | None = None
 ) -> GroundTruth:
     """:func:`load_ground_truth`, read once per task per process while the task is unchanged.
 
@@ -816,6 +818,11 @@ def load_ground_truth_cached(
     renamed or rewritten). A task changed within the last two seconds is not kept, so a
     change within the file system's timestamp granularity is never missed. Errors (a
     folder that cannot be listed) are raised every time, never cached.
+
+    ``pass_id`` (any hashable, e.g. one per normalise pass): a task whose fingerprint was
+    checked (or read) under the same id is not checked again, so its files are ``stat``-ed
+    once per pass rather than once per trial; a task edited during a pass is seen by the
+    next pass (another id, or ``None``: check every call).
 
     Examples
     --------
@@ -832,12 +839,13 @@ def load_ground_truth_cached(
     >>> load_ground_truth_cached([task]).files
     ['b.py']
     """
-    folders = [Path(d) for d in task_dirs]
+    folders = [d if isinstance(d, Path) else Path(d) for d in task_dirs]
     key = (tuple(str(f) for f in folders), None if tasks_root is None else str(tasks_root))
     hit = _CACHE.get(key)
     if hit is not None:
-        watched, fingerprint, cached = hit
-        if _fingerprint(watched) == fingerprint:
+        watched, fingerprint, cached, checked = hit
+        if (pass_id is not None and checked == pass_id) or _fingerprint(watched) == fingerprint:
+            _CACHE[key] = (watched, fingerprint, cached, pass_id)
             _CACHE.move_to_end(key)
             return _copy(cached)
         del _CACHE[key]
@@ -847,7 +855,7 @@ def load_ground_truth_cached(
     newest = max((max(s[2], s[3]) for s in fingerprint if s is not None), default=0)
     unchanged = _fingerprint(folders) == before  # nothing renamed in or out while reading
     if unchanged and time.time_ns() - newest > _RACY_NS:
-        _CACHE[key] = (watched, fingerprint, _copy(gt))
+        _CACHE[key] = (watched, fingerprint, _copy(gt), pass_id)
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
     return gt

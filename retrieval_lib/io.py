@@ -279,8 +279,11 @@ def parse_iso_time(value: Any) -> datetime | None:
     >>> parse_iso_time("2026-01-02").isoformat(), parse_iso_time("yesterday")
     ('2026-01-02T00:00:00+00:00', None)
     """
-    if not isinstance(value, str):
-        return None
+    return _parse_iso_text(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=4096)  # a trial's times are read by its parser, then its events
+def _parse_iso_text(value: str) -> datetime | None:
     if _PLAIN_ISO_TIME.fullmatch(value):
         try:
             return datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] == "Z" else value)

@@ -239,12 +239,12 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
     truncated = False
     versions: list[tuple[str | None, str]] = []  # (harness version, where), trajectory first
 
-    traj_path = trial_dir / TRAJECTORY_FILE
     named: list[str] = []  # trace files there but not regular files
     traj_size = _trace_size(trial_dir, TRAJECTORY_FILE, named)
     traj_present = traj_size is not None
     if traj_size is not None:
         trace_bytes += traj_size
+        traj_path = trial_dir / TRAJECTORY_FILE
         try:
             trajectory = parse_atif(traj_path, within=trial_dir)
         except RetrievalLibError as exc:
@@ -415,6 +415,7 @@ def build_document(
     )
 
     model = result.model or (trace.model if trace else None)
+    trial_text, run_prefix = str(trial.trial_dir), f"{trial.run_dir}/"  # relative_to is slow
     doc: dict[str, Any] = {
         "schema_version": EVENTS_SCHEMA_VERSION,
         "generator": {"name": "retrieval_lib", "version": __version__},
@@ -424,7 +425,9 @@ def build_document(
             "task_name": result.task_name,
             "raw_task_name": result.raw_task_name,
             "trial_name": result.trial_name,
-            "trial_path": trial.trial_dir.relative_to(trial.run_dir).as_posix(),
+            "trial_path": trial_text[len(run_prefix) :]
+            if trial_text.startswith(run_prefix)
+            else trial.trial_dir.relative_to(trial.run_dir).as_posix(),
             "config_name": trial.config_name,
             "benchmark": benchmark,
             "model": model,
@@ -476,11 +479,14 @@ def _normalize_one(
     is_latest: bool,
     n_trials: int,
     suffix: str | None,
+    pass_id: Any = None,
 ) -> TrialOutput:
     index = _task_index(tasks_root)
     try:
         with _cycle_collector_paused():
-            return _normalize_trial(trial, result, index, out_root, is_latest, n_trials, suffix)
+            return _normalize_trial(
+                trial, result, index, out_root, is_latest, n_trials, suffix, pass_id
+            )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
         error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
         return TrialOutput(
@@ -515,10 +521,13 @@ def _normalize_trial(
     is_latest: bool,
     n_trials: int,
     suffix: str | None,
+    pass_id: Any,
 ) -> TrialOutput:
     """:func:`_normalize_one`'s work, errors left to it."""
     task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-    ground_truth = load_ground_truth_cached(task_dirs, tasks_root=index.root if index else None)
+    ground_truth = load_ground_truth_cached(
+        task_dirs, tasks_root=index.root if index else None, pass_id=pass_id
+    )
     doc, trace_bytes = build_document(
         trial,
         result,
@@ -772,6 +781,7 @@ class _RunTracker:
         self.left_out = left_out if left_out is not None else LeftOut()
         # per output root (one per run): run folder, trials not back yet, paths written
         self.open: dict[str, tuple[str, list[int], set[str]]] = {}
+        self.pass_id = os.urandom(8)  # this pass's trials check a task's ground truth once
 
     def jobs(
         self, runs: Sequence[Path], tasks_root: str | None, out: str | Path | None
@@ -789,7 +799,7 @@ class _RunTracker:
             if not plan:
                 self._close(key)
             for trial, result, is_latest, n, suffix in plan:
-                yield (trial, result, tasks_root, key, is_latest, n, suffix)
+                yield (trial, result, tasks_root, key, is_latest, n, suffix, self.pass_id)
 
     def done(self, job: tuple[Any, ...], output: TrialOutput) -> None:
         key = job[3]

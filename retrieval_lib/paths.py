@@ -332,12 +332,10 @@ def normalize_path(
     elif from_diff and len(segments) > 1 and segments[0] in ("a", "b"):
         segments = segments[1:]
 
-    if workspace_repos and len(segments) > 1:
-        short_names = {repo_short_name(name) for name in workspace_repos}
-        if segments[0] in short_names:
-            return make_key(segments[0], "/".join(segments[1:]))
-    elif workspace_repos and segments[0] in {repo_short_name(n) for n in workspace_repos}:
-        return None  # the repository folder itself, not a file in it
+    if workspace_repos and segments[0] in {repo_short_name(n) for n in workspace_repos}:
+        if len(segments) == 1:
+            return None  # the repository folder itself, not a file in it
+        return make_key(segments[0], "/".join(segments[1:]))
 
     path = "/".join(segments)
     short = repo_short_name(repo) if repo else ""

@@ -447,7 +447,7 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     so in the problem text, with the object still returned); a file whose real location
     lies outside ``folder`` (a symlink out of the trial) is not read.
     """
-    path = folder / name
+    path = os.path.join(folder, name)  # a string: this runs once per trial
     try:
         if lies_outside(path, folder):
             return None, f"{name} is a symlink out of the trial folder; not read"
@@ -571,6 +571,7 @@ def _trial_folder_task(trial_dir: Path) -> str:
     return name.rsplit("__", 1)[0] if "__" in name else name
 
 
+_CONTROL_CHARACTER_RE = re.compile(r"[\x00-\x1f]")
 #: A task name is a folder name: at most this many UTF-8 bytes, leaving room in a
 #: document's file name for the trial suffix and ``.retrieval_events.json``.
 _MAX_TASK_NAME_BYTES = 200
@@ -582,7 +583,7 @@ def _unusable_task_name(name: str) -> str | None:
         return f"is {name!r}"
     if "/" in name or "\\" in name:
         return "contains a path separator"
-    if any(ord(char) < 32 for char in name):
+    if _CONTROL_CHARACTER_RE.search(name):
         return "contains control characters"
     if len(name.encode("utf-8")) > _MAX_TASK_NAME_BYTES:
         return f"is longer than {_MAX_TASK_NAME_BYTES} bytes"
@@ -657,7 +658,7 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
     >>> r.task_name, r.reward, r.passed, r.warnings[0]
     ('trial', None, None, 'result.json missing')
     """
-    trial_dir = Path(trial_dir)
+    trial_dir = trial_dir if isinstance(trial_dir, Path) else Path(trial_dir)
     warnings: list[str] = []
     data, problem = _load_json_object(trial_dir, "result.json")
     if problem is not None:

@@ -110,3 +110,54 @@ def test_the_cache_is_bounded(tmp_path, monkeypatch):
     for i in range(5):
         load_ground_truth_cached([_task(tmp_path / str(i), [f"src/{i}.py"])])
     assert len(gt_module._CACHE) == 3
+
+
+def test_within_one_pass_a_task_is_checked_once_and_an_edit_is_seen_next_pass(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(gt_module, "_RACY_NS", 0)
+    task = _task(tmp_path, ["src/a.py"])
+    checks: list[int] = []
+    real = gt_module._fingerprint
+    monkeypatch.setattr(gt_module, "_fingerprint", lambda p: checks.append(1) or real(p))
+    assert load_ground_truth_cached([task], pass_id="p1").files == ["src/a.py"]
+    n = len(checks)  # the first load fingerprints what it read
+    assert load_ground_truth_cached([task], pass_id="p1").files == ["src/a.py"]
+    assert len(checks) == n  # same pass: no stat at all
+    gt_file = task / "tests" / "ground_truth.json"
+    gt_file.write_text('["src/b.py"]')
+    os.utime(gt_file, ns=(1, 1))
+    # an edit during the pass is not seen by that pass (the documented contract) ...
+    assert load_ground_truth_cached([task], pass_id="p1").files == ["src/a.py"]
+    # ... but by the next pass, and by a call without a pass id
+    assert load_ground_truth_cached([task], pass_id="p2").files == ["src/b.py"]
+    gt_file.write_text('["src/c.py"]')
+    os.utime(gt_file, ns=(2, 2))
+    assert load_ground_truth_cached([task]).files == ["src/c.py"]
+
+
+def test_normalise_checks_each_task_once_per_pass(tmp_path, monkeypatch):
+    from retrieval_lib.normalize import normalize_paths
+    from retrieval_lib.synth import generate_runs
+
+    monkeypatch.setattr(gt_module, "_RACY_NS", 0)
+    generate_runs(tmp_path / "d", n_tasks=3, seed=1)
+    runs, tasks = tmp_path / "d" / "runs", tmp_path / "d" / "benchmarks"
+    normalize_paths([runs], tasks, out=tmp_path / "o1")  # fills the cache
+    passes: list[object] = []
+    real = gt_module.load_ground_truth_cached
+
+    def spy(task_dirs, *, tasks_root=None, pass_id=None):
+        passes.append(pass_id)
+        return real(task_dirs, tasks_root=tasks_root, pass_id=pass_id)
+
+    monkeypatch.setattr("retrieval_lib.normalize.load_ground_truth_cached", spy)
+    checks: list[int] = []
+    fingerprint = gt_module._fingerprint
+    monkeypatch.setattr(gt_module, "_fingerprint", lambda p: checks.append(1) or fingerprint(p))
+    report = normalize_paths([runs], tasks, out=tmp_path / "o2")
+    normalize_paths([runs], tasks, out=tmp_path / "o3")
+    assert len(passes) == 2 * report.trials and len(set(passes)) == 2 and None not in passes
+    tasks_seen = {p.name for p in tasks.glob("*/*") if p.is_dir()}
+    assert report.trials > len(tasks_seen)  # some task has several trials
+    assert len(checks) == 2 * len(tasks_seen)  # one fingerprint per task per pass

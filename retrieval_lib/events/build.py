@@ -122,6 +122,10 @@ _UNSEEN: Final = object()
 _MEMO_MAX_CHARS: Final = 512
 
 
+#: :func:`analyze_shell_command` remembered (pure; agents repeat commands); only read.
+_analyzed: Final = functools.lru_cache(maxsize=4096)(analyze_shell_command)
+
+
 @functools.lru_cache(maxsize=16384)
 def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) -> str | None:
     """:func:`normalize_path` remembered across the trials of a process: the trials of a
@@ -426,16 +430,10 @@ def _repo_of(node: dict[str, Any], inherited: str | None) -> str | None:
     return inherited
 
 
-def _json_files(document: Any) -> list[tuple[str, str | None, list[tuple[Any, Any]]]]:
-    """``(path, repo, [(startLine, endLine), ...])`` of every file-naming object, in order."""
-    found: list[tuple[str, str | None, list[tuple[Any, Any]]]] = []
-    _collect_json_files(document, None, 0, found)
-    return found
-
-
 def _collect_json_files(
     node: Any, repo: str | None, depth: int, found: list[tuple[str, str | None, list]]
 ) -> None:
+    """Add ``(path, repo, [(startLine, endLine), ...])`` of each file-naming object."""
     if depth > _MAX_JSON_DEPTH:
         return
     if type(node) is list:
@@ -485,7 +483,9 @@ def _mcp_targets(call: ToolCall, base_name: str, targets: _Targets) -> None:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
         return
-    for path, repo, spans in _json_files(document):
+    found: list[tuple[str, str | None, list[tuple[Any, Any]]]] = []
+    _collect_json_files(document, None, 0, found)
+    for path, repo, spans in found:
         key = targets.add(path, "result", repo or repo_arg)
         for start, end in spans:
             targets.add_range(key, start, end)
@@ -507,17 +507,17 @@ def _bash_stdout(call: ToolCall) -> str | None:
     return call.result if isinstance(call.result, str) else None
 
 
-def _listed_path(line: str, read: ShellRead) -> str | None:
-    """A ``find``/``grep -l`` output line as a path, or ``None`` for anything else."""
+def _listed_path(line: str, read: ShellRead, starts: list[str]) -> str | None:
+    """A ``find``/``grep -l`` output line as a path (``starts``: ``read.paths``, normalised)."""
     path = line.strip()
     if not path or _WHITESPACE_RE.search(path):
         return None  # messages ("find: ...: Permission denied") have spaces; paths rarely
     if read.cwd and not path.startswith("/"):
         path = posixpath.join(read.cwd, path)
-    path = posixpath.normpath(path)
+    if "//" in path or "/." in path or path.startswith(".") or path.endswith("/"):
+        path = posixpath.normpath(path)  # else normpath would leave it as it is
     # find prints every name under one of its start folders: anything else is a message
-    under_a_start = any(_is_under(path, posixpath.normpath(start)) for start in read.paths)
-    if read.program == "find" and read.paths and not under_a_start:
+    if read.program == "find" and starts and not any(_is_under(path, s) for s in starts):
         return None
     return path
 
@@ -557,8 +557,9 @@ def _bash_targets(
     if not stdout:
         return symbols
     if read.output_format == "paths":
+        starts = [posixpath.normpath(start) for start in read.paths]
         for line in _result_lines(stdout):
-            path = _listed_path(line, read)
+            path = _listed_path(line, read, starts)
             if path is not None:
                 targets.add(path, "result")
     elif read.output_format == "count":
@@ -619,11 +620,10 @@ def build_events(
     gt_set = frozenset(gt_files)
     paths = _TrialPaths(gt_files, workspace_repos)
     started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
-    time_cache: dict[str, datetime | None] = {}
     events: list[dict[str, Any]] = []
     dropped: list[str] = []
     for step_index, call in enumerate(trace.tool_calls):
-        events.append(_event(step_index, call, paths, gt_set, started, time_cache, dropped))
+        events.append(_event(step_index, call, paths, gt_set, started, dropped))
         if dropped:
             if warnings is not None:
                 warnings.extend(
@@ -640,7 +640,6 @@ def _event(
     paths: _TrialPaths,
     gt_set: frozenset[str],
     started: datetime | None,
-    time_cache: dict[str, datetime | None],
     dropped: list[str] | None = None,
 ) -> dict[str, Any]:
     info = classify_tool(call.name)
@@ -671,7 +670,11 @@ def _event(
     elif info.base_name == "Bash":
         command = args.get("command")
         if isinstance(command, str):
-            shell = analyze_shell_command(command)
+            shell = (
+                _analyzed(command)
+                if len(command) <= MAX_ARGUMENT_CHARS
+                else analyze_shell_command(command)
+            )
             made = (
                 [paths.key(raw) for raw in shell.created]
                 if shell.created and call.is_error is not True  # a failed call created nothing
@@ -697,9 +700,7 @@ def _event(
     matched = [t for t in target_files if t in gt_set]
     elapsed = None
     if started is not None and call.timestamp:
-        if call.timestamp not in time_cache:
-            time_cache[call.timestamp] = parse_iso_time(call.timestamp)
-        at = time_cache[call.timestamp]
+        at = parse_iso_time(call.timestamp)
         if at is not None:
             seconds = (at - started).total_seconds()
             # A call before the agent's start means the two clocks disagree (the start

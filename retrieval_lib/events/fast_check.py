@@ -13,10 +13,8 @@ a subclass, an integral float (``1.0`` is a JSON Schema integer), a numpy scalar
 tuple gives ``False`` even where the schema accepts it, and
 :func:`retrieval_lib.events.document.validate_document` then asks the full validator,
 which also writes the error message. The documents normalisation builds hold plain JSON
-types only. Like ``fastjsonschema``, the check is generated Python source (one function,
-no call per field), but it looks each property up once instead of building and emptying a
-set of each object's keys, and it tests exact types against frozensets (a list of strings
-is one C-level ``issuperset`` over its item types).
+types only. Like ``fastjsonschema`` it generates one Python function, but looks each
+property up once and tests exact types against frozensets.
 
 Examples
 --------

@@ -24,10 +24,8 @@ created 6729 cache tokens), so the tokens of one message are
 ``prompt_tokens + cache_creation_input_tokens + completion_tokens``, the same quantity as the
 transcript's ``input + cache_creation + cache_read + output``.
 
-Why one module of this length: the step reader, the subagent resolution (contained paths,
-cycles, depth) and the token accounting above are one format's rules sharing its
-coercions and per-message model; the helpers both trace parsers use live in
-:mod:`retrieval_lib.traces.stream_json`.
+Why one module of this length: the step reader, the subagent resolution and the token
+accounting are one format's rules (shared helpers: :mod:`retrieval_lib.traces.stream_json`).
 """
 
 from __future__ import annotations
@@ -132,10 +130,10 @@ def parse_atif(path: str | Path, *, within: str | Path | None = None) -> ParsedT
     >>> [(c.name, c.result, c.timestamp, c.cumulative_tokens) for c in trace.tool_calls]
     [('Read', 'x', '2026-02-28T03:15:10.067Z', 12)]
     """
-    trace_path = Path(path)
+    trace_path = path if isinstance(path, Path) else Path(path)
     load_warnings: list[str] = []
     document = _load_document(trace_path, load_warnings, within)
-    parser = _TrajectoryParser(trace_path.parent, seen=_Seen(trace_path))
+    parser = _TrajectoryParser(trace_path.parent, set(), 0, trace_path)
     parser.warnings.extend(load_warnings)
     return parser.parse(document, trace_path)
 
@@ -150,7 +148,7 @@ def _load_document(
     replacement is noted in ``warnings``.
     """
     data = read_trace_bytes(path, "trajectory", within)
-    if not data.strip():
+    if not data or data.isspace():  # strip() would copy the whole file
         raise InputError(f"trajectory {path} is empty: not an ATIF trajectory")
     try:
         document = orjson.loads(data)
@@ -220,35 +218,18 @@ class _Clock:
         return notes
 
 
-class _Seen:
-    """The resolved trajectory files already followed (the root one included), resolved
-    only when a subagent file is referenced: most trajectories reference none, and
-    resolving costs a system call per path component."""
-
-    __slots__ = ("_paths", "_root")
-
-    def __init__(self, root: Path) -> None:
-        self._root = root
-        self._paths: set[Path] | None = None
-
-    def _resolved(self) -> set[Path]:
-        if self._paths is None:
-            self._paths = {self._root.resolve()}
-        return self._paths
-
-    def __contains__(self, path: Path) -> bool:
-        return path in self._resolved()
-
-    def add(self, path: Path) -> None:
-        self._resolved().add(path)
-
-
 class _TrajectoryParser:
-    """Parses one trajectory document and, recursively, the subagents it references."""
+    """Parses one trajectory document and, recursively, the subagents it references.
 
-    def __init__(self, folder: Path, seen: _Seen, depth: int = 0) -> None:
+    ``seen``: the resolved trajectory files followed, shared with the subagents' parsers;
+    the ``root`` file joins it only when a subagent file is referenced (most trajectories
+    reference none, and resolving costs a system call per path component).
+    """
+
+    def __init__(self, folder: Path, seen: set[Path], depth: int, root: Path) -> None:
         self.folder = folder
         self.seen = seen
+        self.root = root
         self.depth = depth
         self.warnings: list[str] = []
 
@@ -273,7 +254,7 @@ class _TrajectoryParser:
             if not isinstance(step, dict):
                 self.warnings.append(f"step #{number} is not an object, skipped")
                 continue
-            timestamp, moment = self._timestamp(step.get("timestamp"), number, clock)
+            timestamp = self._timestamp(step.get("timestamp"), number, clock)
             if started_at is None:
                 started_at = timestamp
             extra = _object(step, "extra")
@@ -363,18 +344,16 @@ class _TrajectoryParser:
                 if ref:
                     subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
 
-    def _timestamp(
-        self, value: Any, number: int, clock: _Clock
-    ) -> tuple[str | None, datetime | None]:
+    def _timestamp(self, value: Any, number: int, clock: _Clock) -> str | None:
         """A step's timestamp when it is ISO 8601 (else ``None``, counted by ``clock``)."""
         if value is None:
-            return None, None
-        moment = parse_iso_time(value) if isinstance(value, str) else None
+            return None
+        moment = parse_iso_time(value)
         if moment is None:
             clock.unparseable.append(number)
-            return None, None
+            return None
         clock.observe(moment, number)
-        return value, moment
+        return value
 
     def _without_usage(self, metrics: dict[str, Any], number: int) -> bool:
         """True (with a warning) when an agent step's metrics carry no token count at all.
@@ -553,6 +532,8 @@ class _TrajectoryParser:
                     "folder, not followed"
                 )
                 return None
+            if not self.seen:
+                self.seen.add(self.root.resolve())
             if candidate in self.seen:
                 self.warnings.append(
                     f"subagent trajectory {trajectory_path!r} repeats, not followed"
@@ -574,7 +555,7 @@ class _TrajectoryParser:
                 f"subagent trajectory {describe_value(label)} could not be resolved"
             )
             return None
-        child = _TrajectoryParser(sub_folder, self.seen, self.depth + 1)
+        child = _TrajectoryParser(sub_folder, self.seen, self.depth + 1, self.root)
         try:
             sub_trace = child.parse(sub_document, where)
         except InputError as exc:

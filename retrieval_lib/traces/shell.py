@@ -25,13 +25,10 @@ Rules, chosen to never invent a path:
 shell (redirections, ``tee``, ``cp``/``mv`` destinations, ``touch``, here-documents; see
 :class:`ShellCommand`), and drops reads of files an earlier command of the line created.
 
-How a command line is split into words, operators, pipelines, redirections and
-here-documents (the tokenizer) is :mod:`retrieval_lib.traces.shell_syntax`; this module
-decides what each command reads and creates.
-
 Why one module of this length: one short parser per program (``cat``, ``sed``, ``head``,
 ``grep``, ``find``, ``awk``, ``git`` ...), sharing the option parser and the working-directory
-tracking; the tokenizer is :mod:`retrieval_lib.traces.shell_syntax`.
+tracking. The tokenizer (words, operators, pipelines, redirections, here-documents) is
+:mod:`retrieval_lib.traces.shell_syntax`.
 """
 
 from __future__ import annotations

@@ -13,10 +13,8 @@ belong to, so usage is deduplicated by message id. When a message id repeats wit
 figures, the field-wise maximum is kept: stream lines may carry placeholder counts (notably
 ``output_tokens``) that later lines of the same message overwrite with larger ones.
 
-Why one module of this length: the line reader, the deduplication of usage by message id
-and the totals' fallbacks (``modelUsage``, the result line's ``usage``, the messages) are
-one format's rules and refer to each other; the ATIF parser reuses its content and repair
-helpers.
+Why one module of this length: the line reader, the usage deduplication and the totals'
+fallbacks are one format's rules; the ATIF parser reuses its content and repair helpers.
 """
 
 from __future__ import annotations
@@ -74,9 +72,9 @@ def read_trace_bytes(path: str | Path, what: str, within: str | Path | None = No
     >>> read_trace_bytes(trace, "transcript")
     b'{}'
     """
-    file_path = Path(path)
+    file_path = path if isinstance(path, Path) else Path(path)
     try:
-        folder = Path(within) if within is not None else file_path.parent
+        folder = within if within is not None else file_path.parent
         if lies_outside(file_path, folder):
             raise InputError(
                 f"{what} {file_path} is a symlink to a file outside {folder}; not read"
@@ -691,15 +689,7 @@ def _totals_from_result(result: dict[str, Any]) -> SessionTotals:
                 attribute,
                 _sum_present([token_count_or_none(usage.get(source_name)) for usage in per_model]),
             )
-        model_cost = _sum_present(
-            [
-                float(usage["costUSD"])
-                if isinstance(usage.get("costUSD"), (int, float))
-                and not isinstance(usage.get("costUSD"), bool)
-                else None
-                for usage in per_model
-            ]
-        )
+        model_cost = _sum_present([_json_number(usage.get("costUSD")) for usage in per_model])
         totals.source = "transcript.result.modelUsage"
     else:
         usage = result.get("usage")
@@ -720,18 +710,20 @@ def _totals_from_result(result: dict[str, Any]) -> SessionTotals:
             totals.cache_creation_tokens,
         ]
     )
-    cost = result.get("total_cost_usd")
-    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-        totals.cost_usd = float(cost)
-    else:
-        totals.cost_usd = model_cost
-    duration_ms = result.get("duration_ms")
-    if isinstance(duration_ms, (int, float)) and not isinstance(duration_ms, bool):
+    cost = _json_number(result.get("total_cost_usd"))
+    totals.cost_usd = cost if cost is not None else model_cost
+    duration_ms = _json_number(result.get("duration_ms"))
+    if duration_ms is not None:
         totals.duration_seconds = duration_ms / 1000.0
     totals.num_turns = token_count_or_none(result.get("num_turns"))
     if totals.source is None:
         totals.source = "transcript.result"
     return totals
+
+
+def _json_number(value: Any) -> float | None:
+    """A JSON number (not a boolean) as a float, else ``None``."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _totals_from_messages(message_usage: list[list[int] | None]) -> SessionTotals:
