@@ -245,9 +245,7 @@ def _is_trial_dir(path: str, left_out: LeftOut | None = None) -> bool:
 
 def _archive_config_name(group: str, job_name: str) -> str:
     last = job_name.rsplit("_", 1)[-1]
-    if last != job_name and last.lower().startswith(group.lower()):
-        return last
-    return group
+    return last if last != job_name and last.lower().startswith(group.lower()) else group
 
 
 def _not_utf8(run_dir: Path, *names: str) -> str | None:
@@ -559,11 +557,8 @@ def _reward_from_file(trial_dir: Path) -> float | None:
         if lies_outside(path, trial_dir):
             return None  # a symlink out of the trial folder: never read
         text = read_regular_bytes(path, limit=4096).decode("utf-8-sig").strip()
-    except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
-        return None
-    try:
         reward = finite_number(float(text))
-    except ValueError:
+    except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
         return None
     return reward if reward is not None and abs(reward) <= _MAX_PLAUSIBLE_REWARD else None
 
