@@ -34,7 +34,12 @@ from typing import Any
 
 from retrieval_lib import __version__
 from retrieval_lib.errors import InputError
-from retrieval_lib.events.document import DOCUMENT_SUFFIX, EVENTS_DIRNAME, METRICS_SUFFIX
+from retrieval_lib.events.document import (
+    DOCUMENT_SUFFIX,
+    EVENTS_DIRNAME,
+    METRICS_SUFFIX,
+    find_documents,
+)
 from retrieval_lib.io import atomic_write_json, file_sha256
 
 __all__ = [
@@ -188,13 +193,17 @@ def finish_normalize(
     _write(folder, record)
 
 
-def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
+def begin_evaluate(events_dir: str | os.PathLike[str]) -> list[Path]:
     """Before an evaluation writes anything: check the documents against the record
-    (:func:`check_normalized`), mark the evaluation incomplete, and remove the impact
+    (:func:`check_normalized`) and find them (:class:`InputError` when there are none:
+    then nothing is written), mark the evaluation incomplete, and remove the impact
     document of the table about to be replaced and the temporary files a killed writer
-    left."""
+    left. Returns the documents (:func:`~retrieval_lib.events.document.find_documents`)."""
     folder = Path(events_dir)
     check_normalized(folder)
+    doc_paths = find_documents([folder])
+    if not doc_paths:
+        raise InputError(f"no retrieval-event documents (*{DOCUMENT_SUFFIX}) found under {folder}")
     record = read_record(folder)
     if record is None:
         record = _new_record()
@@ -204,6 +213,7 @@ def begin_evaluate(events_dir: str | os.PathLike[str]) -> None:
     # made from the table that is about to be replaced
     (folder / IMPACT_NAME).unlink(missing_ok=True)
     remove_orphaned_temporaries([folder])
+    return doc_paths
 
 
 def finish_evaluate(

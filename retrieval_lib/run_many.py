@@ -93,18 +93,10 @@ def run_documents(path: str | Path) -> tuple[Path, list[Path]]:
         Not a folder, an incomplete normalisation, or no document.
     """
     from retrieval_lib.completion import begin_evaluate
-    from retrieval_lib.events.document import find_documents
-    from retrieval_lib.metrics.stages import EVENTS_SUFFIX
     from retrieval_lib.metrics.summary import events_dir_of
 
     events_dir = events_dir_of(Path(path)).resolve()
-    begin_evaluate(events_dir)  # refuses an incomplete normalisation
-    doc_paths = find_documents([events_dir])
-    if not doc_paths:
-        raise InputError(
-            f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
-        )
-    return events_dir, doc_paths
+    return events_dir, begin_evaluate(events_dir)
 
 
 def evaluate_many(

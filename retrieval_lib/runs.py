@@ -17,10 +17,8 @@ that part begins with the group folder's name (``ccb_test_<task>_mcp-remote-dire
 ``mcp/`` gives ``mcp-remote-direct``, the name the batch layout uses), else it is the group
 folder's name (``baseline``/``mcp``).
 
-Why one module of this length: discovery, ``result.json`` reading and task lookup share
-what a trial folder is (the ``result.json`` loader decides whether a folder is a trial)
-and the task-name canonicalisation; about half of it is the checked reading of
-``result.json``, one warning per field that can be wrong.
+Discovery, ``result.json`` reading and task lookup share one module: the ``result.json``
+loader decides what a trial folder is, and all three canonicalise task names.
 """
 
 from __future__ import annotations
@@ -48,7 +46,6 @@ __all__ = [
     "canonical_task_name",
     "discover_runs",
     "discover_trials",
-    "find_task_dirs",
     "printable_path",
     "read_trial_result",
     "without_lone_surrogates",
@@ -58,7 +55,10 @@ OUTPUT_DIRNAMES: frozenset[str] = frozenset({"retrieval_events", "__pycache__", 
 """Folder names that never hold trials (our own output and tool caches)."""
 
 _BATCH_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}__\d{2}-\d{2}-\d{2}$")
-_TASK_PREFIXES = ("mcp_", "sgonly_", "sg_only_", "baseline_")
+# one or more config prefixes, leaving at least one character
+_TASK_PREFIXES_RE = re.compile(
+    r"^(?:mcp_|sgonly_|sg_only_|baseline_)+(?=.)", re.IGNORECASE | re.ASCII | re.DOTALL
+)
 _RANDOM_SUFFIX_RE = re.compile(r"^(?P<task>.+-\d+(?:-[A-Za-z][A-Za-z0-9]*)?)_[A-Za-z0-9]{6}$")
 _MAX_SEARCH_DEPTH = 8
 
@@ -80,15 +80,7 @@ def canonical_task_name(raw: str) -> str:
     >>> canonical_task_name("my_task_abcdef")  # no task-like remainder: kept
     'my_task_abcdef'
     """
-    name = raw.strip()
-    lowered = name.lower()
-    stripped = True
-    while stripped:
-        stripped = False
-        for prefix in _TASK_PREFIXES:
-            if lowered.startswith(prefix) and len(lowered) > len(prefix):
-                name, lowered = name[len(prefix) :], lowered[len(prefix) :]
-                stripped = True
+    name = _TASK_PREFIXES_RE.sub("", raw.strip(), count=1)
     match = _RANDOM_SUFFIX_RE.match(name)
     if match is not None:
         name = match["task"]
@@ -181,75 +173,66 @@ def _os_reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _subdirs(path: Path, left_out: LeftOut | None = None) -> list[os.DirEntry[str]]:
-    """Visible sub-folders of ``path`` sorted by name.
-
-    A bad entry (a symlink loop, a symlink to nothing, one that cannot be inspected) is
-    skipped alone and recorded in ``left_out``; so is ``path`` itself when it cannot be
-    listed (then ``[]``).
-    """
-    found: list[os.DirEntry[str]] = []
+def _listing(path: str | Path, left_out: LeftOut | None) -> list[os.DirEntry[str]] | None:
+    """The entries of ``path``; ``None``, recorded in ``left_out``, when it cannot be listed."""
     try:
         with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.name.startswith(".") or entry.name in OUTPUT_DIRNAMES:
-                    continue
-                try:
-                    if entry.is_dir(follow_symlinks=True):
-                        found.append(entry)
-                    elif (
-                        left_out is not None
-                        and entry.is_symlink()
-                        and not os.path.exists(entry.path)
-                    ):
-                        left_out.add(entry.path, _dangling_reason(entry.path))
-                except OSError as exc:
-                    if left_out is not None:
-                        left_out.add(entry.path, _os_reason(exc))
+            return list(entries)
     except OSError as exc:
         if left_out is not None:
             left_out.add(path, f"cannot be listed ({_os_reason(exc)})")
-        return []
-    found.sort(key=lambda e: e.name)
-    return found
+        return None
+
+
+def _subdirs(path: Path, left_out: LeftOut | None = None) -> list[os.DirEntry[str]]:
+    """Visible sub-folders of ``path`` sorted by name (``[]`` when it cannot be listed);
+    a bad entry (a symlink loop, a symlink to nothing) is skipped alone, into ``left_out``.
+    """
+    found: list[os.DirEntry[str]] = []
+    for entry in _listing(path, left_out) or ():
+        if entry.name.startswith(".") or entry.name in OUTPUT_DIRNAMES:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=True):
+                found.append(entry)
+            elif left_out is not None and entry.is_symlink() and not os.path.exists(entry.path):
+                left_out.add(entry.path, _dangling_reason(entry.path))
+        except OSError as exc:
+            if left_out is not None:
+                left_out.add(entry.path, _os_reason(exc))
+    return sorted(found, key=lambda e: e.name)
 
 
 def _dangling_reason(path: str) -> str:
     try:
         os.stat(path)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return "a symlink loop"
-        return f"a symlink to nothing ({_os_reason(exc)})"
+        reason = _os_reason(exc)
+        return reason if exc.errno == errno.ELOOP else f"a symlink to nothing ({reason})"
     return "a symlink that cannot be followed"
 
 
 def _is_trial_dir(path: str, left_out: LeftOut | None = None) -> bool:
     """A trial folder has ``agent/`` or a trial-level ``result.json`` (see module doc).
 
-    A folder at the trial level that cannot be listed, or whose ``result.json`` cannot be
-    read (not a regular file, permissions) while it has no ``agent/``, is recorded in
-    ``left_out``: it may be a trial, and it is never dropped without a word.
+    One that cannot be listed, or whose ``result.json`` cannot be read while it has no
+    ``agent/``, may be a trial: it goes to ``left_out``, never dropped without a word.
     """
-    has_result = holds_trials = False
-    try:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                name = entry.name
-                try:
-                    if name == "agent" and entry.is_dir():
-                        return True
-                    if name == "result.json":
-                        has_result = True
-                    elif "__" in name and entry.is_dir():
-                        holds_trials = True
-                except OSError as exc:
-                    if left_out is not None:
-                        left_out.add(entry.path, _os_reason(exc))
-    except OSError as exc:
-        if left_out is not None:
-            left_out.add(path, f"cannot be listed ({_os_reason(exc)})")
+    entries = _listing(path, left_out)
+    if entries is None:
         return False
+    has_result = holds_trials = False
+    for entry in entries:
+        try:
+            if entry.name == "agent" and entry.is_dir():
+                return True
+            if entry.name == "result.json":
+                has_result = True
+            elif "__" in entry.name and entry.is_dir():
+                holds_trials = True
+        except OSError as exc:
+            if left_out is not None:
+                left_out.add(entry.path, _os_reason(exc))
     if holds_trials or not has_result:
         return False  # a job or batch folder (it holds trial folders), or nothing
     data, problem = _load_json_object(Path(path), "result.json")
@@ -262,21 +245,14 @@ def _is_trial_dir(path: str, left_out: LeftOut | None = None) -> bool:
 
 def _archive_config_name(group: str, job_name: str) -> str:
     last = job_name.rsplit("_", 1)[-1]
-    if last != job_name and last.lower().startswith(group.lower()):
-        return last
-    return group
+    return last if last != job_name and last.lower().startswith(group.lower()) else group
 
 
 def _not_utf8(run_dir: Path, *names: str) -> str | None:
     """Why a trial cannot be normalised because a folder name on its path is not UTF-8
     (the names name the output and go in it), or ``None`` when every name is UTF-8."""
     for name in (run_dir.name, *names):
-        if name.isascii():
-            continue
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+        if not name.isascii() and (shown := printable_path(name)) != name:
             return f"folder name {shown!r} is not valid UTF-8; rename it to normalise this trial"
     return None
 
@@ -294,7 +270,6 @@ def _walk_trials(
 
 
 def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[TrialRef]:
-    run_id = run_dir.name
     for level1, level2, level3, is_batch in _walk_trials(run_dir, left_out):
         trial_dir = run_dir / level1 / level2 / level3
         why = _not_utf8(run_dir, level1, level2, level3)
@@ -303,26 +278,15 @@ def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[Tri
             if left_out is not None:
                 left_out.add(trial_dir, why)
             continue
-        if is_batch:
-            yield TrialRef(
-                run_dir=run_dir,
-                run_id=run_id,
-                config_name=level1,
-                batch_timestamp=level2,
-                trial_dir=trial_dir,
-                layout="batch",
-                job_name=None,
-            )
-        else:
-            yield TrialRef(
-                run_dir=run_dir,
-                run_id=run_id,
-                config_name=_archive_config_name(level1, level2),
-                batch_timestamp=None,
-                trial_dir=trial_dir,
-                layout="archive",
-                job_name=level2,
-            )
+        yield TrialRef(
+            run_dir=run_dir,
+            run_id=run_dir.name,
+            config_name=level1 if is_batch else _archive_config_name(level1, level2),
+            batch_timestamp=level2 if is_batch else None,
+            trial_dir=trial_dir,
+            layout="batch" if is_batch else "archive",
+            job_name=None if is_batch else level2,
+        )
 
 
 def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[TrialRef]:
@@ -510,11 +474,6 @@ def _get(data: Any, *keys: str) -> Any:
     return data
 
 
-def _count(value: Any) -> int | None:
-    number = finite_number(value)
-    return int(number) if number is not None and 0 <= number <= _MAX_COUNT else None
-
-
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
@@ -538,10 +497,7 @@ def _checked_number(value: Any, where: str, warnings: list[str]) -> float | None
         if math.isfinite(parsed):
             warnings.append(f"{where} is the string {describe_value(value)}; read as {parsed:g}")
             return parsed
-    if isinstance(value, float):
-        warnings.append(f"{where} is {value}, not a finite number; ignored")
-    else:
-        warnings.append(f"{where} is {describe_value(value)}, not a finite number; ignored")
+    warnings.append(f"{where} is {describe_value(value)}, not a finite number; ignored")
     return None
 
 
@@ -602,11 +558,8 @@ def _reward_from_file(trial_dir: Path) -> float | None:
         if lies_outside(path, trial_dir):
             return None  # a symlink out of the trial folder: never read
         text = read_regular_bytes(path, limit=4096).decode("utf-8-sig").strip()
-    except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
-        return None
-    try:
         reward = finite_number(float(text))
-    except ValueError:
+    except (OSError, UnicodeDecodeError, ValueError, RuntimeError):
         return None
     return reward if reward is not None and abs(reward) <= _MAX_PLAUSIBLE_REWARD else None
 
@@ -777,15 +730,11 @@ def _checked_reward(
 
 def _agent_timing(data: dict[str, Any], warnings: list[str]) -> tuple[str | None, float | None]:
     """The agent's start time and its run time in seconds (``None`` when negative)."""
-    agent_start = _checked_time(
-        _get(data, "agent_execution", "started_at"),
-        "result.json agent_execution.started_at",
-        warnings,
-    )
-    agent_end = _checked_time(
-        _get(data, "agent_execution", "finished_at"),
-        "result.json agent_execution.finished_at",
-        warnings,
+    agent_start, agent_end = (
+        _checked_time(
+            _get(data, "agent_execution", key), f"result.json agent_execution.{key}", warnings
+        )
+        for key in ("started_at", "finished_at")
     )
     start_moment, end_moment = parse_iso_time(agent_start), parse_iso_time(agent_end)
     seconds = None
@@ -833,14 +782,10 @@ class TaskIndex:
         for folders in self._tasks.values():
             # suites with task.toml first, then by suite name
             folders.sort(key=lambda item: (not item[0], item[1]))
-        self._names = sorted(self._tasks)
 
     def _add(self, task: str, suite: str, path: Path) -> None:
-        if not (task + suite).isascii():
-            try:
-                (task + suite).encode("utf-8")
-            except UnicodeEncodeError:
-                return  # not UTF-8: no task name in a result.json can name it
+        if printable_path(task + suite) != task + suite:
+            return  # not UTF-8: no task name in a result.json can name it
         has_toml = (path / "task.toml").is_file()
         self._tasks.setdefault(task.lower(), []).append((has_toml, suite, path))
 
@@ -853,25 +798,11 @@ class TaskIndex:
         The suite is the first folder's: one with ``task.toml`` when any has it. A name
         cut short (the trial-folder fallback) resolves when exactly one task starts with it.
         """
-        for candidate in (task_name.strip().lower(), canonical_task_name(task_name)):
-            folders = self._tasks.get(candidate)
-            if folders:
-                return [path for _, _, path in folders], folders[0][1]
-        prefix = canonical_task_name(task_name)
-        if len(prefix) >= 16:
-            matches = [name for name in self._names if name.startswith(prefix)]
-            if len(matches) == 1:
-                folders = self._tasks[matches[0]]
-                return [path for _, _, path in folders], folders[0][1]
-        return [], None
-
-
-def find_task_dirs(tasks_root: Path, task_name: str) -> tuple[list[Path], str | None]:
-    """One-off lookup of a task's folders and suite (build a :class:`TaskIndex` for many).
-
-    Examples
-    --------
-    >>> find_task_dirs(Path("benchmarks"), "sgonly_llamacpp-context-window-search-001")  # doctest: +SKIP
-    ([PosixPath('benchmarks/ccb_test/llamacpp-context-window-search-001')], 'ccb_test')
-    """
-    return TaskIndex(tasks_root).lookup(task_name)
+        canonical = canonical_task_name(task_name)
+        folders = self._tasks.get(task_name.strip().lower()) or self._tasks.get(canonical)
+        if not folders and len(canonical) >= 16:
+            matches = [name for name in self._tasks if name.startswith(canonical)]
+            folders = self._tasks[matches[0]] if len(matches) == 1 else None
+        if not folders:
+            return [], None
+        return [path for _, _, path in folders], folders[0][1]

@@ -83,3 +83,32 @@ def test_a_tasks_root_that_is_not_a_folder_is_refused_before_anything_runs(synth
     with pool_mapper(1) as mapper, pytest.raises(InputError, match="is not a folder"):
         normalize_many([runs], tmp_path / "nowhere", mapper=mapper, out=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def _listing(root: Path) -> dict[str, bytes | None]:
+    """Every entry below ``root`` with its bytes (``None``: a folder)."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else None
+        for p in root.rglob("*")
+    }
+
+
+def test_evaluating_a_raw_run_fails_clearly_and_writes_nothing_in_it(tmp_path):
+    import shutil
+
+    from retrieval_lib.run_many import run_documents
+
+    raw = Path(__file__).resolve().parents[1] / "examples" / "runs" / "official"
+    run = tmp_path / "run"
+    shutil.copytree(raw / "csb_synth_haiku_20260301_091500", run)
+    before = _listing(run)
+    assert before and not (run / "retrieval_events").exists()
+    message = f"no retrieval-event documents (*.retrieval_events.json) found under {run}"
+    with pool_mapper(1) as mapper:
+        assert [str(r) for r in evaluate_many([run], (1,), mapper=mapper)] == [message]
+    with pytest.raises(InputError) as excinfo:
+        evaluate_run(run)
+    assert str(excinfo.value) == message
+    with pytest.raises(InputError, match="no retrieval-event documents"):
+        run_documents(run)  # the Dask side's listing of a run's documents
+    assert _listing(run) == before  # no completion_record.json, nothing else

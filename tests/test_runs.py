@@ -19,7 +19,6 @@ from retrieval_lib.runs import (
     canonical_task_name,
     discover_runs,
     discover_trials,
-    find_task_dirs,
     read_trial_result,
 )
 
@@ -279,7 +278,7 @@ def test_task_index_lookup() -> None:
     dirs, suite = index.lookup("GT-Object-001")
     assert (dirs, suite) == ([TASKS / "fixture_suite" / "gt-object-001"], "fixture_suite")
     assert index.lookup("no-such-task-001") == ([], None)
-    assert find_task_dirs(TASKS, "sgonly_changes-001") == (
+    assert index.lookup("sgonly_changes-001") == (
         [TASKS / "fixture_suite" / "changes-001"],
         "fixture_suite",
     )

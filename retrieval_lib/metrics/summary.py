@@ -806,18 +806,13 @@ def evaluate_run(path: str | Path, k: Sequence[int] = DEFAULT_K) -> EvaluateResu
     (1, 0, 'run_retrieval_summary.json')
     """
     from retrieval_lib.completion import begin_evaluate
-    from retrieval_lib.events.document import find_documents
 
     started = time.perf_counter()
     ks = normalize_k(k)
     events_dir = events_dir_of(Path(path))
-    # refuses an incomplete normalisation; marks the evaluation incomplete until the end
-    begin_evaluate(events_dir)
-    doc_paths = find_documents([events_dir])
-    if not doc_paths:
-        raise InputError(
-            f"no retrieval-event documents (*{EVENTS_SUFFIX}) found under {events_dir}"
-        )
+    # refuses an incomplete normalisation or no documents; marks the evaluation
+    # incomplete until the end
+    doc_paths = begin_evaluate(events_dir)
     # a batch at a time: documents and records of one batch in memory, never the run's
     table = _RunTable(events_dir)
     for start in range(0, len(doc_paths), EVALUATE_BATCH):

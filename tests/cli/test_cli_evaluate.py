@@ -276,3 +276,30 @@ def test_a_failing_run_is_reported_and_the_others_are_evaluated(
     for name, evaluated in (("a", True), ("b", False), ("c", True)):
         summary = tmp_path / "runs" / name / "retrieval_events" / "run_retrieval_summary.json"
         assert summary.is_file() is evaluated
+
+
+def test_nothing_to_evaluate_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A raw run (no retrieval_events/) and a run whose retrieval_events/ holds no document:
+    the clear error, exit 1, and not one file written or changed in either folder."""
+    import shutil
+
+    raw = REPO_ROOT / "examples" / "runs" / "official" / "csb_synth_haiku_20260301_091500"
+    run = tmp_path / "raw"
+    shutil.copytree(raw, run)
+    empty = tmp_path / "empty"
+    (empty / "retrieval_events").mkdir(parents=True)
+
+    def listing() -> dict[str, bytes | None]:
+        return {
+            p.relative_to(tmp_path).as_posix(): p.read_bytes() if p.is_file() else None
+            for p in tmp_path.rglob("*")
+        }
+
+    before = listing()
+    for folder in (run, empty):
+        assert main(["evaluate", str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert "no retrieval-event documents" in err and "Traceback" not in err
+    assert listing() == before
