@@ -44,10 +44,10 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def produce(scratch: Path, *, corpus: Path) -> None:
-    """Run the three jobs, writing everything under ``scratch``."""
+def produce(scratch: Path, *, corpus: Path | None) -> None:
+    """Run the three jobs (two with ``corpus=None``), writing everything under ``scratch``."""
     _cli("demo", "--out", str(scratch / "demo"), cwd=scratch)
-    if corpus.is_dir():
+    if corpus is not None:
         _cli(
             "run",
             str(corpus / "runs"),
@@ -91,17 +91,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the digest file to write (TSV)")
     parser.add_argument("--corpus", default=str(CORPUS), help="the csb corpus folder")
     parser.add_argument(
+        "--no-corpus",
+        action="store_true",
+        help="leave the corpus job out (two digests compare only when both left it out)",
+    )
+    parser.add_argument(
         "--work",
         default=str(Path(tempfile.gettempdir()) / "retrieval_lib_output_digest"),
         help="scratch folder, emptied first and kept (outputs name their own paths, so two "
         "digests compare only when made in the same folder)",
     )
     args = parser.parse_args(argv)
+    corpus = None if args.no_corpus else Path(args.corpus)
+    if corpus is not None and not corpus.is_dir():
+        # A digest silently without the corpus compared "equal" to nothing (a tree copied
+        # to /tmp has no ../shared beside it): say so instead.
+        parser.error(f"no corpus at {corpus}: pass --corpus DIR, or --no-corpus")
     os.environ["SOURCE_DATE_EPOCH"] = os.environ.get("SOURCE_DATE_EPOCH", "1767225600")
     scratch = Path(args.work)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    produce(scratch, corpus=Path(args.corpus))
+    produce(scratch, corpus=corpus)
     lines = digest_lines(scratch)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} files digested -> {args.out}")
