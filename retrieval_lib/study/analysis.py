@@ -8,24 +8,8 @@ value that cannot be computed is NaN with a reason, never 0; every aggregate car
 confidence intervals of means are seeded percentile bootstrap intervals over tasks
 (:func:`retrieval_lib.stats.means.mean_ci` with ``tasks``).
 
-* :func:`leaderboard`: model × config family: tasks, trials, mean reward and pass rate
-  with CIs, tokens, cost, time — **aggregate first**: each task's trials are averaged
-  (as the matched comparison does), then the mean over tasks.
-* :func:`retrieval_tiers`: reward and pass rate by file-recall tier (supplementary views;
-  no reward is changed) — the tier is a property of the trial, so the mean is over the
-  tier's trials with a **cluster bootstrap** resampling tasks with all their trials.
-* :func:`tool_value`: per tool (or category): calls, share that surfaced a ground-truth
-  file, ground-truth files first found, attributed tokens and seconds.
-* :func:`flag_table` / :func:`with_flags`: the confidence flags of each trial and the rule
-  that raised each.
-* :func:`matched_overview`: the pooled matched comparison, descriptive where no test runs.
-* :func:`pairing_trials`: the trials behind every matched task, trial by trial.
-* :func:`fit_lines`: least-squares lines of scatter pairs.
-* :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
-
-Why ~790 lines in one module: a dozen short question-functions (none over 100 lines) over the
-same tidy tables and helpers (``_cis``, ``_mean_n``, ``is_in``), imported by name from here
-by the study notebook; a split would scatter those helpers and change the notebook.
+One module: short question-functions over the same tidy tables and helpers, some imported
+by name by the study notebook.
 
 Examples
 --------
@@ -138,12 +122,6 @@ def _task_mean_n(values: pd.Series, tasks: pd.Series) -> tuple[float, int, int]:
 
 def _numbers(values: pd.Series) -> np.ndarray:
     return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-
-
-def _mean_n(values: pd.Series) -> tuple[float, int]:
-    array = _numbers(values)
-    array = array[np.isfinite(array)]
-    return (float(array.mean()) if array.size else math.nan), int(array.size)
 
 
 def _as_bool_float(values: pd.Series) -> pd.Series:
@@ -356,20 +334,8 @@ def leaderboard(
 # --------------------------------------------------------------------------- tiers
 
 
-def _tier(value: float) -> str:
-    if not math.isfinite(value):
-        return _NOT_COMPUTABLE
-    if value <= 0.0:
-        return "0"
-    if value < 0.5:
-        return "(0, 0.5)"
-    if value < 1.0:
-        return "[0.5, 1)"
-    return "1"
-
-
 def _tiers(values: np.ndarray) -> np.ndarray:
-    """:func:`_tier` of every value at once."""
+    """The :data:`TIERS` label of every value (non-finite: not computable)."""
     return np.select(
         [~np.isfinite(values), values <= 0.0, values < 0.5, values < 1.0],
         [_NOT_COMPUTABLE, "0", "(0, 0.5)", "[0.5, 1)"],
