@@ -474,43 +474,26 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
     if by not in ("tool", "category"):
         raise ValueError(f"by must be 'tool' or 'category', not {by!r}")
     keys = ["config_family", "is_mcp", *(["tool"] if by == "tool" else []), "tool_category"]
-    columns = [
-        *keys,
-        "calls",
-        "trials",
-        "failed_calls",
-        "calls_with_ground_truth",
-        "surfaced_ground_truth_calls",
-        "share_surfaced_ground_truth",
-        "ground_truth_files_first_found",
-        "tokens_n",
-        "tokens",
-        "tokens_per_call",
-        "seconds_n",
-        "seconds",
-        "seconds_per_call",
-    ]
+    sums = {  # output column: (column of _call_facts, aggregation); no value gives NaN, not 0
+        "calls": ("_gt", "size"),
+        "trials": ("_trial", "nunique"),
+        "failed_calls": ("_error", "sum"),
+        "calls_with_ground_truth": ("_gt", "sum"),
+        "surfaced_ground_truth_calls": ("_surfaced", "sum"),
+        "ground_truth_files_first_found": ("_first", "sum"),
+        "tokens_n": ("_tokens", "count"),
+        "tokens": ("_tokens", _finite_sum),
+        "tokens_per_call": ("_tokens", _finite_mean),
+        "seconds_n": ("_seconds", "count"),
+        "seconds": ("_seconds", _finite_sum),
+        "seconds_per_call": ("_seconds", _finite_mean),
+    }
+    names = list(sums)
+    columns = [*keys, *names[:5], "share_surfaced_ground_truth", *names[5:]]
     if events.empty:
         return pd.DataFrame(columns=columns)
     # one pass per column over the events, one group-by (no per-group frames)
-    work = _call_facts(events, trials, keys)
-    grouped = work.groupby(keys, sort=True)
-    agg = grouped.agg(
-        calls=("_gt", "size"),
-        trials=("_trial", "nunique"),
-        failed_calls=("_error", "sum"),
-        calls_with_ground_truth=("_gt", "sum"),
-        surfaced_ground_truth_calls=("_surfaced", "sum"),
-        ground_truth_files_first_found=("_first", "sum"),
-        tokens_n=("_tokens", "count"),
-        tokens=("_tokens", _finite_sum),
-        tokens_per_call=("_tokens", _finite_mean),
-        seconds_n=("_seconds", "count"),
-        seconds=("_seconds", _finite_sum),
-        seconds_per_call=("_seconds", _finite_mean),
-    ).reset_index()
-    for stem in ("tokens", "seconds"):  # no value: NaN, not a sum of 0
-        agg.loc[agg[f"{stem}_n"] == 0, stem] = math.nan
+    agg = _call_facts(events, trials, keys).groupby(keys, sort=True).agg(**sums).reset_index()
     calls_gt = agg["calls_with_ground_truth"].to_numpy(dtype=float)
     agg["share_surfaced_ground_truth"] = np.where(
         calls_gt > 0,
@@ -518,10 +501,8 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
         / np.where(calls_gt > 0, calls_gt, 1.0),
         math.nan,
     )
-    counts = [c for c in columns[len(keys) :] if c.endswith(("calls", "trials", "_n", "found"))]
-    agg = agg.astype({c: int for c in counts if c != "share_surfaced_ground_truth"})
-    rows = agg[columns].to_dict("records")
-    out = pd.DataFrame(rows, columns=columns)
+    counts = {c: int for c in names if c.endswith(("calls", "trials", "_n", "found"))}
+    out = agg.astype(counts)[columns]
     name = "tool" if by == "tool" else "tool_category"
     out = out.sort_values(
         ["config_family", "is_mcp", "calls", name],

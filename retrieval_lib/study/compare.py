@@ -195,18 +195,6 @@ def model_match(match: MatchResult, model: str) -> MatchResult:
     )
 
 
-def _shared(
-    matches: Mapping[tuple[str, str], MatchResult] | None,
-    pair: tuple[str, str],
-    metrics: Sequence[str],
-) -> MatchResult | None:
-    """``matches[pair]`` when it holds every column of ``metrics``."""
-    found = None if matches is None else matches.get(pair)
-    if found is None or not set(metrics) <= set(found.value_columns):
-        return None
-    return found
-
-
 def _matched(
     trials: pd.DataFrame,
     pairs: Sequence[tuple[str, str]],
@@ -227,7 +215,9 @@ def _matched(
     for base, treat in pairs:
         if base not in present or treat not in present:
             continue
-        match = _shared(matches, (base, treat), metrics)
+        match = None if matches is None else matches.get((base, treat))
+        if match is not None and not set(metrics) <= set(match.value_columns):
+            match = None  # made without a metric compared here
         if match is not None and model is not None:
             match = None if match.strict_harness_version else model_match(match, model)
         if match is None:
