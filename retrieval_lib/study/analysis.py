@@ -254,6 +254,13 @@ def with_flags(trials: pd.DataFrame) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- leaderboard
 
+#: The leaderboard's means of tokens, cost and time: trial column → column stem.
+_COSTS = {
+    "total_tokens": "tokens",
+    "cost_usd": "cost_usd",
+    "agent_execution_seconds": "time_seconds",
+}
+
 
 def leaderboard(
     trials: pd.DataFrame, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0
@@ -288,8 +295,7 @@ def leaderboard(
     rows = []
     model = trials["model"].astype(object).where(trials["model"].notna(), "(unknown)")
     all_tasks = task_keys(trials)
-    read = ["config_name", "run_id", "reward", "passed", "total_tokens", "cost_usd"]
-    read.append("agent_execution_seconds")
+    read = ["config_name", "run_id", "reward", "passed", *_COSTS]
     narrow = trials[[c for c in read if c in trials.columns]]  # no wide per-group copies
     for (model_name, family), sub in narrow.groupby([model, trials["config_family"]], sort=True):
         tasks = all_tasks.loc[sub.index]
@@ -303,11 +309,7 @@ def leaderboard(
         }
         both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
         row |= _cis(both, alpha, n_boot, seed, tasks, "aggregate")
-        for column, stem in (
-            ("total_tokens", "tokens"),
-            ("cost_usd", "cost_usd"),
-            ("agent_execution_seconds", "time_seconds"),
-        ):
+        for column, stem in _COSTS.items():
             mean, n, n_trials = (
                 _task_mean_n(sub[column], tasks) if column in sub else (math.nan, 0, 0)
             )
@@ -322,11 +324,7 @@ def leaderboard(
         "trials",
         *_ci_columns("reward"),
         *_ci_columns("pass"),
-        *(
-            f"{stem}_{s}"
-            for stem in ("tokens", "cost_usd", "time_seconds")
-            for s in ("n", "n_trials", "mean")
-        ),
+        *(f"{stem}_{s}" for stem in _COSTS.values() for s in ("n", "n_trials", "mean")),
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -501,10 +499,8 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
         / np.where(calls_gt > 0, calls_gt, 1.0),
         math.nan,
     )
-    counts = {c: int for c in names if c.endswith(("calls", "trials", "_n", "found"))}
-    out = agg.astype(counts)[columns]
     name = "tool" if by == "tool" else "tool_category"
-    out = out.sort_values(
+    out = agg[columns].sort_values(
         ["config_family", "is_mcp", "calls", name],
         ascending=[True, False, False, True],
         kind="mergesort",
@@ -556,12 +552,10 @@ def matched_overview(
             if metric not in by_metric:
                 continue
             row = by_metric[metric]
-            deltas = (
-                _numbers(tasks[f"delta:{metric}"])
-                if f"delta:{metric}" in tasks.columns
-                else np.array([])
-            )
+            column = f"delta:{metric}"
+            deltas = _numbers(tasks[column]) if column in tasks.columns else np.array([])
             deltas = deltas[np.isfinite(deltas)]
+            rounded = np.round(deltas, 12)
             tested = bool(row["computable"])
             out = {
                 "baseline": base,
@@ -572,9 +566,9 @@ def matched_overview(
                 "mean_delta": float(deltas.mean()) if deltas.size else math.nan,
                 "min_delta": float(deltas.min()) if deltas.size else math.nan,
                 "max_delta": float(deltas.max()) if deltas.size else math.nan,
-                "wins": int((np.round(deltas, 12) > 0).sum()),
-                "losses": int((np.round(deltas, 12) < 0).sum()),
-                "ties": int((np.round(deltas, 12) == 0).sum()),
+                "wins": int((rounded > 0).sum()),
+                "losses": int((rounded < 0).sum()),
+                "ties": int((rounded == 0).sum()),
             }
             for name in ("ci_low", "ci_high", "wilcoxon_p", "wilcoxon_p_holm", "rank_biserial"):
                 out[name] = float(row[name]) if tested and name in row else math.nan
