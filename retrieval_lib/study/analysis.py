@@ -168,7 +168,7 @@ def plain_text(frame: pd.DataFrame) -> pd.DataFrame:
     True
     """
     columns = {
-        name: column.astype(column.cat.categories.dtype)
+        str(name): column.astype(column.cat.categories.dtype)
         for name, column in frame.items()
         if isinstance(column.dtype, pd.CategoricalDtype)
     }

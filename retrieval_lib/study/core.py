@@ -98,9 +98,7 @@ class Study:
     ``sources``, ``options``). Methods (parentheses) compute an analysis, whether or not
     they take parameters: ``overview()``, ``flags()``, ``leaderboard()``, ``tiers()``,
     ``tool_value()``, ``family_pairs()``, ``impact()``, ``pairs()``, ``matched()``,
-    ``calibration()``, ``timeline_trials()``, ``timeline()``. (``pairs`` and ``tools``
-    were properties once: ``pairs()`` is now a method with the per-task deltas, and the
-    tool table is ``tool_value("tool")``.)
+    ``calibration()``, ``timeline_trials()``, ``timeline()``.
 
     Attributes
     ----------
@@ -111,7 +109,8 @@ class Study:
         ``ground_truth_source``, ``ground_truth_confidence``, ``output_tokens_placeholder``)
         and the confidence ``flags`` / ``confidence_flagged``.
     events : pandas.DataFrame
-        One row per tool call (:data:`retrieval_lib.events.study_rows.EVENT_COLUMNS`).
+        One row per tool call (:data:`retrieval_lib.events.study_rows.EVENT_COLUMNS`); the
+        names (trial, run, config, model, tool) are categoricals when read from runs.
     exclusions : pandas.DataFrame
         Trials left out before the analysis (normalisation or reading failed), with why.
     config_map : dict
@@ -229,11 +228,8 @@ class Study:
         trials = analysis.pairing_trials(self.analysed, per_task)
         wanted = [f"delta:{name}" for name in dict.fromkeys(deltas)]
         known = [c for c in per_task.columns if c.startswith("delta:")]
-        if per_task.empty and not known:
-            # no task is matched (no baseline/treatment pair): nothing to check names
-            # against and no delta to give; every trial's delta is missing
-            return trials.assign(**{c: pd.Series(dtype=float) for c in wanted})
-        for column in wanted:
+        # no task is matched (no baseline/treatment pair): no name to check against
+        for column in wanted if known or not per_task.empty else ():
             if column not in per_task.columns:
                 from retrieval_lib.suggest import hint
 
@@ -243,11 +239,9 @@ class Study:
                     + hint(name, [c.removeprefix("delta:") for c in known])
                     + f"; known: {', '.join(c.removeprefix('delta:') for c in known) or 'none'}"
                 )
-        if not wanted:
-            return trials
-        keys = ["baseline", "treatment", "task_name", "model", "harness_version"]
-        if per_task.empty:
+        if per_task.empty or not wanted:  # every trial's delta is missing
             return trials.assign(**{c: pd.Series(dtype=float) for c in wanted})
+        keys = ["baseline", "treatment", "task_name", "model", "harness_version"]
         merged = trials.merge(
             per_task[[*keys, *wanted]], on=keys, how="left", validate="many_to_one"
         )

@@ -16,9 +16,8 @@ document. :func:`read_evaluated` reads evaluated runs into the tables of a
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
 
-Why one module of this length: the fingerprints, the preparation and the reading all
-check the same completion record and run layout; the rows themselves are built in
-:mod:`retrieval_lib.events.study_rows`.
+The fingerprints, the preparation and the reading share the completion record and the run
+layout, hence one module (the rows are built in :mod:`retrieval_lib.events.study_rows`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from retrieval_lib import __version__
-from retrieval_lib.completion import COMPLETION_FILENAME, code_fingerprint, read_record
+from retrieval_lib.completion import code_fingerprint, read_record
 from retrieval_lib.errors import InputError, RetrievalLibError
 from retrieval_lib.events.document import DOCUMENT_SUFFIX, EVENTS_DIRNAME, load_document
 from retrieval_lib.events.study_rows import (
@@ -599,10 +598,6 @@ def _metrics_table(events_dir: Path) -> Path:
     return table
 
 
-def _is_text(column: pd.Series) -> bool:
-    return isinstance(column.dtype, pd.StringDtype)
-
-
 def _events_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """The runs' event rows as one table, its types set and rows in trial, step order."""
     kept = [f for f in frames if not f.empty]
@@ -617,7 +612,7 @@ def _events_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         attributed_tokens=events["attributed_tokens"].astype("float64"),
         # the text columns (the trial, run, config, model, tool of every call: 60% of the
         # table) as codes; analysis.plain_text gives the text back where it is written
-        **{c: events[c].astype("category") for c in events if _is_text(events[c])},
+        **{str(c): v.astype("category") for c, v in events.items() if v.dtype == "str"},
     )
     return events.sort_values(["trial_id", "step_index"], kind="mergesort").reset_index(drop=True)
 
@@ -678,7 +673,7 @@ def _stored_rows(
     return details, events
 
 
-def _tuples(column: Any) -> list[tuple[str, ...]]:
+def _tuples(column: Any) -> list[tuple[Any, ...]]:
     """A Parquet list column as one tuple per row (null as an empty tuple); equal paths
     and equal tuples are one object each (a run reads the same files again and again)."""
     chunked = column.combine_chunks()
@@ -686,7 +681,7 @@ def _tuples(column: Any) -> list[tuple[str, ...]]:
     names = encoded.dictionary.to_pylist()
     flat = [None if i is None else names[i] for i in encoded.indices.to_pylist()]
     offsets = chunked.offsets.to_numpy().tolist()
-    shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+    shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     return [
         shared.setdefault(row, row)
         for row in (tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True))
@@ -732,46 +727,23 @@ def _invalid_documents(events_dir: Path) -> pd.DataFrame:
     from retrieval_lib.metrics.summary import SUMMARY_FILENAME
 
     run_id = events_dir.parent.name if events_dir.name == EVENTS_DIRNAME else events_dir.name
-    rows: list[dict[str, Any]] = []
-    for name, key in ((SUMMARY_FILENAME, "invalid"), (COMPLETION_FILENAME, "failed")):
-        try:
-            data = json.loads((events_dir / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        if key == "failed":
-            data = data.get("normalize")
-            if not isinstance(data, dict):
-                continue
-        if key == "invalid":
-            for item in (data.get("counts") or {}).get("left_out") or []:
-                rows.append(
-                    {
-                        "run_id": run_id,
-                        "trial_id": f"{run_id}/{item.get('path')}",
-                        "stage": "discover",
-                        "reason": f"left out by normalize: {item.get('reason')}",
-                    }
-                )
-            for item in (data.get("counts") or {}).get("invalid_documents") or []:
-                document = str(item.get("document", "")).removesuffix(DOCUMENT_SUFFIX)
-                rows.append(
-                    {
-                        "run_id": run_id,
-                        "trial_id": f"{run_id}/{document}",
-                        "stage": "evaluate",
-                        "reason": item.get("error"),
-                    }
-                )
-        else:
-            for item in data.get("failed_trials") or []:
-                rows.append(
-                    {
-                        "run_id": run_id,
-                        "trial_id": f"{run_id}/{item.get('trial')}",
-                        "stage": "normalize",
-                        "reason": item.get("error"),
-                    }
-                )
-    return pd.DataFrame(rows, columns=["run_id", "trial_id", "stage", "reason"])
+    try:
+        summary = json.loads((events_dir / SUMMARY_FILENAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        summary = None
+    counts = (summary.get("counts") or {}) if isinstance(summary, dict) else {}
+    normalize = (read_record(events_dir) or {}).get("normalize")
+    failed = normalize.get("failed_trials") if isinstance(normalize, dict) else None
+    rows = [
+        (item.get("path"), "discover", f"left out by normalize: {item.get('reason')}")
+        for item in counts.get("left_out") or []
+    ]
+    rows += [
+        (str(item.get("document", "")).removesuffix(DOCUMENT_SUFFIX), "evaluate", item.get("error"))
+        for item in counts.get("invalid_documents") or []
+    ]
+    rows += [(item.get("trial"), "normalize", item.get("error")) for item in failed or []]
+    return pd.DataFrame(
+        [(run_id, f"{run_id}/{name}", stage, reason) for name, stage, reason in rows],
+        columns=["run_id", "trial_id", "stage", "reason"],
+    )

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from retrieval_lib.errors import InputError
+from retrieval_lib.events.study_rows import LIST_COLUMNS
 from retrieval_lib.study import analysis
 
 if TYPE_CHECKING:
@@ -50,13 +51,6 @@ SECTIONS_FILENAME = "sections.json"
 SECTIONS_VERSION = "1"
 #: Metrics the calibration section shows when the trials have them.
 CALIBRATION_METRICS = ("file.AP", "file.recall")
-#: Columns whose cells are sequences (Parquet gives arrays back: turned into tuples).
-_SEQUENCE_COLUMNS = (
-    "ground_truth_files",
-    "target_files",
-    "matched_ground_truth_files",
-    "first_found_ground_truth_files",
-)
 
 
 def timeline_requests(text: str) -> list[str]:
@@ -312,7 +306,7 @@ def _storable(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _restored(frame: pd.DataFrame) -> pd.DataFrame:
     """Parquet's arrays back as tuples in the sequence columns."""
-    for column in _SEQUENCE_COLUMNS:
+    for column in LIST_COLUMNS:
         if column in frame.columns:
             frame[column] = frame[column].map(
                 lambda v: tuple(v.tolist()) if isinstance(v, np.ndarray) else v
