@@ -635,19 +635,6 @@ class FamilyComparison:
         ]
         return "\n".join(lines) + "\n"
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): caption, metrics and the three tables as records."""
-        from retrieval_lib.stats.impact import json_records
-
-        return {
-            "caption": self.caption,
-            "metrics": list(self.metrics),
-            "alpha": self.alpha,
-            "table": json_records(self.table),
-            "friedman": json_records(self.friedman),
-            "pairwise": json_records(self.pairwise),
-        }
-
 
 def _number(value: float) -> str:
     return f"{value:.3f}"
@@ -796,23 +783,11 @@ def compare_families(
         model_pairs = []
         model_rows: list[dict[str, Any]] = []
         for metric in metrics:
-            blocks = complete_blocks(sub, metric, "config_family", "task_name")  # made once
-            omnibus.append(
-                friedman(
-                    sub, metric, "config_family", "task_name", min_n=min_pairs, blocks=blocks
-                ).assign(model=model)
-            )
-            model_pairs.append(
-                pairwise_wilcoxon(
-                    sub,
-                    metric,
-                    "config_family",
-                    "task_name",
-                    min_n=min_pairs,
-                    alpha=alpha,
-                    blocks=blocks,
-                ).assign(model=model)
-            )
+            of = (sub, metric, "config_family", "task_name")  # data, dv, within, subject
+            blocks = complete_blocks(*of)  # made once for both tests
+            omnibus.append(friedman(*of, min_n=min_pairs, blocks=blocks).assign(model=model))
+            pairwise = pairwise_wilcoxon(*of, min_n=min_pairs, alpha=alpha, blocks=blocks)
+            model_pairs.append(pairwise.assign(model=model))
             wide, _ = blocks
             model_rows.extend(
                 {"model": model, "letter": letters[row["config_family"]], **row}
@@ -827,13 +802,10 @@ def compare_families(
             continue
         _mark_winners(rows, pairs, letters, alpha)
         table_rows.append(rows)
-    table = _stacked(table_rows, _TABLE_COLUMNS)
-    fried = _stacked(omnibus, ["model", *FRIEDMAN_COLUMNS])
-    pair_table = _stacked(posthoc, ["model", *PAIRWISE_COLUMNS])
     return FamilyComparison(
-        table=table,
-        friedman=fried,
-        pairwise=pair_table,
+        table=_stacked(table_rows, _TABLE_COLUMNS),
+        friedman=_stacked(omnibus, ["model", *FRIEDMAN_COLUMNS]),
+        pairwise=_stacked(posthoc, ["model", *PAIRWISE_COLUMNS]),
         metrics=metrics,
         alpha=alpha,
         n_boot=n_boot,
