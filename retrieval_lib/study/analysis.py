@@ -95,14 +95,8 @@ def _cis(
         raise InputError(str(exc)) from None
     out: dict[str, Any] = {}
     for prefix, r in zip(columns, results, strict=True):
-        out |= {
-            f"{prefix}_n": r.n_tasks,
-            f"{prefix}_n_tasks": r.n_tasks,
-            f"{prefix}_n_trials": r.n_trials,
-            f"{prefix}_mean": r.mean,
-            f"{prefix}_ci_low": r.ci_low,
-            f"{prefix}_ci_high": r.ci_high,
-        }
+        values = (r.n_tasks, r.n_tasks, r.n_trials, r.mean, r.ci_low, r.ci_high)
+        out |= dict(zip(_ci_columns(prefix), values, strict=True))
     return out
 
 
@@ -378,10 +372,7 @@ def retrieval_tiers(
     for family in sorted(families.unique()):
         in_family = families == family
         for tier in (*TIERS, _AT_LEAST_HALF, _NOT_COMPUTABLE):
-            if tier == _AT_LEAST_HALF:
-                mask = in_family & at_least_half
-            else:
-                mask = in_family & (tiers == tier)
+            mask = in_family & (at_least_half if tier == _AT_LEAST_HALF else tiers == tier)
             sub = narrow[mask]
             tasks = all_tasks[mask]
             row = {
@@ -681,15 +672,17 @@ def timeline_tasks(
         return chosen.sort_values(
             "task_name", key=lambda s: s.map(order), kind="mergesort"
         ).reset_index(drop=True)
-    delta = (
-        per_task["delta:reward"].abs()
-        if "delta:reward" in per_task
-        else pd.Series(np.nan, index=per_task.index)
-    )
-    ranked = per_task.assign(_abs=delta.fillna(-1.0)).sort_values(
-        ["_abs", "task_name"], ascending=[False, True], kind="mergesort"
-    )
-    return ranked.head(top).drop(columns="_abs").reset_index(drop=True)
+    return _largest_first(per_task, "delta:reward").head(top).reset_index(drop=True)
+
+
+def _largest_first(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``frame`` by the absolute value of ``column``, largest first, missing (or no
+    ``column``) last; ties: task name."""
+    size = pd.to_numeric(frame[column], errors="coerce").abs() if column in frame else np.nan
+    ranked = frame.assign(_size=size).fillna({"_size": -1.0})
+    return ranked.sort_values(
+        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
+    ).drop(columns="_size")
 
 
 def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
@@ -704,11 +697,7 @@ def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
     """
     if len(deltas) <= top:
         return deltas
-    size = pd.to_numeric(deltas["delta"], errors="coerce").abs().fillna(-1.0)
-    ranked = deltas.assign(_size=size).sort_values(
-        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
-    )
-    keep = ranked.head(top).index
+    keep = _largest_first(deltas, "delta").head(top).index
     return deltas.loc[deltas.index.isin(keep)]
 
 

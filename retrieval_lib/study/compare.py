@@ -49,19 +49,20 @@ __all__ = [
 ]
 
 UNKNOWN_MODEL = "(unknown)"
-_LATEX_SPECIALS = {
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "\\": r"\textbackslash{}",
-}
-_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIALS))
+_LATEX_SPECIALS = str.maketrans(
+    {
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+        "\\": r"\textbackslash{}",
+    }
+)
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -74,8 +75,7 @@ def latex_text(name: Any) -> str:
     >>> latex_text("mcp_remote & 50%")
     'mcp\\\\_remote \\\\& 50\\\\%'
     """
-    text = _CONTROL_RE.sub(" ", str(name))
-    return _LATEX_RE.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+    return _CONTROL_RE.sub(" ", str(name)).translate(_LATEX_SPECIALS)
 
 
 # --------------------------------------------------------------------------- pairs
@@ -183,8 +183,7 @@ def model_match(match: MatchResult, model: str) -> MatchResult:
 
     if match.strict_harness_version:
         raise StatisticsError("model_match: a strict-harness-version match cannot be split")
-    shown = match.keys["model"].astype(object)
-    mask = (shown.where(shown.notna(), UNKNOWN_MODEL).astype(str) == model).to_numpy()
+    mask = (_models(match.keys) == model).to_numpy()
     return replace(
         match,
         keys=match.keys[mask],
