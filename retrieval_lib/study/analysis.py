@@ -539,9 +539,7 @@ def matched_overview(
     for (base, treat), sub in comparisons.groupby(["baseline", "treatment"], sort=True):
         tasks = per_task[(per_task["baseline"] == base) & (per_task["treatment"] == treat)]
         by_metric: dict[Any, dict[Any, Any]] = {r["metric"]: r for r in sub.to_dict("records")}
-        for metric in metrics:
-            if metric not in by_metric:
-                continue
+        for metric in [m for m in metrics if m in by_metric]:
             row = by_metric[metric]
             column = f"delta:{metric}"
             deltas = _numbers(tasks[column]) if column in tasks.columns else np.array([])
@@ -582,7 +580,7 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     """
     key_columns = ["baseline", "treatment", "task_name", "model", "harness_version"]
     trial_columns = ["run_id", "config_name", "trial_id", "trial_name", "reward", "passed"]
-    columns = [*key_columns[:5], "side", *trial_columns, "combined"]
+    columns = [*key_columns, "side", *trial_columns, "combined"]
     if per_task.empty:
         return pd.DataFrame(columns=columns)
     keys = per_task[key_columns]

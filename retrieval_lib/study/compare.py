@@ -130,10 +130,8 @@ def comparison_pairs(
     """
     names = sorted({str(f) for f in families})
     first = [(reference, f) for f in names if f != reference]
-    if not all_pairs:
-        return first
-    rest = [(a, b) for a, b in itertools.combinations(names, 2) if reference not in (a, b)]
-    return first + rest
+    pairs = itertools.combinations(names, 2) if all_pairs else ()
+    return first + [(a, b) for a, b in pairs if reference not in (a, b)]
 
 
 def family_matches(
@@ -566,19 +564,14 @@ class FamilyComparison:
     def wide(self) -> pd.DataFrame:
         """One row per (model, family), one text column per metric: ``mean [low, high]``
         with the markers as ``^a,b``."""
-        rows = []
-        if self.table.empty:
-            return pd.DataFrame(columns=["model", "letter", "config_family", *self.metrics])
-        for (model, letter, family), sub in self.table.groupby(
-            ["model", "letter", "config_family"], sort=True
-        ):
-            row: dict[str, Any] = {"model": model, "letter": letter, "config_family": family}
-            for rec in sub.to_dict("records"):
-                row[rec["metric"]] = _cell(rec) if math.isfinite(rec["mean"]) else ""
-            rows.append(row)
-        return pd.DataFrame(rows, columns=["model", "letter", "config_family", *self.metrics])
+        _, body = self._cells(mark=lambda s: f" ^{s}", bold=str, escape=str, missing="")
+        return pd.DataFrame(body, columns=["model", "letter", "config_family", *self.metrics])
 
-    def _cells(self, mark: Any, bold: Any, escape: Any) -> tuple[list[str], list[list[str]]]:
+    def _cells(
+        self, mark: Any, bold: Any, escape: Any, missing: str
+    ) -> tuple[list[str], list[list[str]]]:
+        """Header and rows: per metric ``mean [low, high]`` (the best mean in ``bold``) and the
+        ``mark`` of the letters the row is higher than; ``missing`` without a mean."""
         header = ["Model", "Row", "Config family", *[escape(m) for m in self.metrics]]
         body = []
         records = self.table.to_dict("records")
@@ -590,9 +583,12 @@ class FamilyComparison:
             for metric in self.metrics:
                 rec = keyed.get((model, family, metric))
                 if rec is None or not math.isfinite(rec["mean"]):
-                    line.append("–" if escape is not latex_text else "--")
-                else:
-                    line.append(_cell(rec, mark, bold))
+                    line.append(missing)
+                    continue
+                text = bold(_number(rec["mean"])) if rec["best"] else _number(rec["mean"])
+                if math.isfinite(rec["ci_low"]):
+                    text += f" [{_number(rec['ci_low'])}, {_number(rec['ci_high'])}]"
+                line.append(text + (mark(rec["higher_than"]) if rec["higher_than"] else ""))
             body.append(line)
         return header, body
 
@@ -601,7 +597,10 @@ class FamilyComparison:
         from retrieval_lib.safe_text import markdown_text
 
         header, body = self._cells(
-            mark=lambda s: f"<sup>{s}</sup>", bold=lambda s: f"**{s}**", escape=markdown_text
+            mark=lambda s: f"<sup>{s}</sup>",
+            bold=lambda s: f"**{s}**",
+            escape=markdown_text,
+            missing="–",
         )
         lines = [
             "| " + " | ".join(header) + " |",
@@ -616,7 +615,10 @@ class FamilyComparison:
         """The table as a LaTeX ``table`` with a ``tabular`` (no package needed; every
         special character of a name escaped)."""
         header, body = self._cells(
-            mark=lambda s: f"$^{{{s}}}$", bold=lambda s: f"\\textbf{{{s}}}", escape=latex_text
+            mark=lambda s: f"$^{{{s}}}$",
+            bold=lambda s: f"\\textbf{{{s}}}",
+            escape=latex_text,
+            missing="--",
         )
         spec = "lll" + "c" * len(self.metrics)
         lines = [
@@ -637,17 +639,6 @@ class FamilyComparison:
 
 def _number(value: float) -> str:
     return f"{value:.3f}"
-
-
-def _cell(rec: Mapping[Any, Any], mark: Any = lambda s: f" ^{s}", bold: Any = str) -> str:
-    """``mean [low, high]`` of a row of the table, the mean in ``bold`` when it is the best,
-    then the ``mark`` of the letters it is higher than."""
-    text = bold(_number(rec["mean"])) if rec["best"] else _number(rec["mean"])
-    if math.isfinite(rec["ci_low"]):
-        text += f" [{_number(rec['ci_low'])}, {_number(rec['ci_high'])}]"
-    if rec["higher_than"]:
-        text += mark(rec["higher_than"])
-    return text
 
 
 def _letters(n: int) -> list[str]:
