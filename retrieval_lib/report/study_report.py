@@ -398,6 +398,7 @@ def _write_tables(
     from retrieval_lib.study.sections import compute_sections, timeline_requests, write_sections
 
     sections = compute_sections(study, timeline_requests(str(values.get("timeline_tasks") or "")))
+    _release_freed_memory()  # what the sections' computation freed, before the writes' peak
     written = write_study_tables(study, tables, computed=sections.tables)
     written += write_sections(sections, tables, skip=("trials", "pairs", "tools"))
     return written + write_comparison(sections.compare(), tables)  # compare.{md,tex}

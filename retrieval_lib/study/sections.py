@@ -290,10 +290,6 @@ def compute_sections(
     )
 
 
-def _file_name(name: str) -> str:
-    return "section_" + name.replace(":", "__") + ".parquet"
-
-
 def _storable(frame: pd.DataFrame) -> pd.DataFrame:
     """Sequence cells as lists (Parquet list columns)."""
     columns = {
@@ -345,7 +341,7 @@ def write_sections(
             continue
         buffer = io.BytesIO()
         _storable(frame).to_parquet(buffer, index=False)
-        files[name] = _file_name(name)
+        files[name] = "section_" + name.replace(":", "__") + ".parquet"
         written.append(atomic_write_bytes(target / files[name], buffer.getvalue()))
     options = {
         k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(sections.options).items()
