@@ -736,10 +736,8 @@ def timeline_frame(events: pd.DataFrame, trial_id: str) -> pd.DataFrame:
     for ev in records:
         matched = set(ev["matched_ground_truth_files"])
         first = bool(ev["first_found_ground_truth_files"]) and not first_done
-        if first:
-            first_done = True
-        targets = list(ev["target_files"]) or [None]
-        for target in targets:
+        first_done = first_done or first
+        for target in list(ev["target_files"]) or [None]:
             rows.append(
                 {
                     "step_index": int(ev["step_index"]),

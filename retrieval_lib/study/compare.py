@@ -1,19 +1,12 @@
 """Every config family against every other: matched effects, Friedman, a ranx-style table.
 
 Issue 19 ("N config families", "Models × configs"), over a study's analysed trials
-(``config_family`` the condition):
-
-* :func:`family_comparisons`: each family against the **reference family** (or every pair)
-  on its matched tasks (:func:`~retrieval_lib.stats.paired.match_tasks`), one row per
-  (pair, metric), Holm over every tested row of the table;
-* :func:`compare_families` → :class:`FamilyComparison`: per model, Friedman, pairwise
-  Wilcoxon (Holm) and the ranx-style table, exported to Markdown and LaTeX with every name
-  escaped (:func:`retrieval_lib.safe_text.markdown_text`, :func:`latex_text`);
-* :func:`model_effects` and :func:`model_interactions`: each family's matched effect per
-  model, and the difference of differences between two models.
-
-The three views share the reference family, the pairing of families and the escaping of
-names.
+(``config_family`` the condition): :func:`family_comparisons` (each family against the
+reference family, or every pair, on matched tasks), :func:`compare_families` →
+:class:`FamilyComparison` (per model: Friedman, pairwise Wilcoxon and the ranx-style table,
+exported to Markdown and LaTeX), :func:`model_effects` and :func:`model_interactions` (each
+family's effect per model, and the difference of differences between models). They share
+the reference family, the pairing of families and the escaping of names (:func:`latex_text`).
 """
 
 from __future__ import annotations
