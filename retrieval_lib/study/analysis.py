@@ -69,17 +69,16 @@ _NOT_COMPUTABLE = "not computable"
 
 
 def _cis(
-    columns: Mapping[str, pd.Series],
+    sub: pd.DataFrame,
     alpha: float,
     n_boot: int,
     seed: int,
     tasks: pd.Series,
     method: str,
 ) -> dict[str, Any]:
-    """Mean, CI and ``n`` of several columns over the same trials (``<prefix>_n``, ``_n_tasks``,
-    ``_n_trials``, ``_mean``, ``_ci_low``, ``_ci_high``): the values
-    :func:`~retrieval_lib.stats.means.mean_ci` gives with ``tasks`` and ``method``,
-    with columns missing on the same trials sharing one bootstrap draw
+    """:func:`_ci_columns` of ``reward`` and ``pass`` (rate) of ``sub``, as
+    :func:`~retrieval_lib.stats.means.mean_ci` gives them with ``tasks`` and ``method``; the
+    two share one bootstrap draw where they are missing on the same trials
     (:func:`~retrieval_lib.stats.clustered.task_mean_cis` / ``cluster_bootstrap_means``)."""
     from retrieval_lib.errors import InputError, StatisticsError
     from retrieval_lib.stats.clustered import cluster_bootstrap_means, task_mean_cis
@@ -89,6 +88,7 @@ def _cis(
     if n_boot < 1:
         raise InputError(f"n_boot must be at least 1, got {n_boot}")
     estimate = task_mean_cis if method == "aggregate" else cluster_bootstrap_means
+    columns = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
     try:
         results = estimate(list(columns.values()), tasks, alpha=alpha, n_boot=n_boot, seed=seed)
     except StatisticsError as exc:
@@ -301,8 +301,7 @@ def leaderboard(
             "tasks": int(tasks.nunique()),
             "trials": len(sub),
         }
-        both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
-        row |= _cis(both, alpha, n_boot, seed, tasks, "aggregate")
+        row |= _cis(sub, alpha, n_boot, seed, tasks, "aggregate")
         for column, stem in _COSTS.items():
             mean, n, n_trials = (
                 _task_mean_n(sub[column], tasks) if column in sub else (math.nan, 0, 0)
@@ -381,8 +380,7 @@ def retrieval_tiers(
                 "n_tasks": int(tasks.nunique()),
                 "n_trials": len(sub),
             }
-            both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
-            row |= _cis(both, alpha, n_boot, seed, tasks, "cluster")
+            row |= _cis(sub, alpha, n_boot, seed, tasks, "cluster")
             rows.append(row)
     columns = [
         "config_family",
