@@ -74,6 +74,23 @@ def test_the_tables_read_equal_the_documents_decoded(evaluated, monkeypatch):
     assert len(stored.events) == n_events
 
 
+def test_the_events_hold_each_name_and_each_path_list_once(evaluated):
+    """Memory (issue 20): the name columns are categoricals, equal path tuples are one
+    object in a run; written (``plain_text``) they are the text columns they were."""
+    from retrieval_lib.study.analysis import plain_text
+
+    events = loader.read_evaluated(evaluated).events
+    names = [c for c in events if isinstance(events[c].dtype, pd.CategoricalDtype)]
+    assert {"trial_id", "run_id", "config_family", "tool", "tool_category"} <= set(names)
+    for _, run in events.groupby("run_id"):
+        targets = run["target_files"].tolist()
+        assert len({id(t) for t in targets}) == len(set(targets)) < len(targets)
+    plain = plain_text(events)
+    for column in names:
+        assert plain[column].dtype == "str"
+        assert plain[column].tolist() == events[column].astype(object).tolist()
+
+
 def _load(path: Path) -> dict:
     import json
 
