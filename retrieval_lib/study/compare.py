@@ -189,11 +189,10 @@ def _matched(
     trials: pd.DataFrame,
     pairs: Sequence[tuple[str, str]],
     metrics: Sequence[str],
-    *,
     combine: str,
     strict_harness_version: bool,
     min_pairs: int,
-    matches: Mapping[tuple[str, str], MatchResult] | None = None,
+    matches: Mapping[tuple[str, str], MatchResult] | None,
     model: str | None = None,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame]]:
     """Compare each pair present in ``trials``; a pair of ``matches`` (made over every model)
@@ -307,15 +306,7 @@ def family_comparisons(
     families = sorted(trials["config_family"].astype(str).unique())
     ref = reference_family(families, reference, baseline)
     pairs = comparison_pairs(families, ref, all_pairs=all_pairs)
-    table, _ = _matched(
-        trials,
-        pairs,
-        metrics,
-        combine=combine,
-        strict_harness_version=strict_harness_version,
-        min_pairs=min_pairs,
-        matches=matches,
-    )
+    table, _ = _matched(trials, pairs, metrics, combine, strict_harness_version, min_pairs, matches)
     return _effects(table)[_EFFECT_COLUMNS]
 
 
@@ -349,14 +340,7 @@ def _matched_by_model(
         sub = trials[models == model]
         pairs = comparison_pairs(sub["config_family"].astype(str).unique(), ref)
         by_model[model] = _matched(
-            sub,
-            pairs,
-            metrics,
-            combine=combine,
-            strict_harness_version=strict_harness_version,
-            min_pairs=min_pairs,
-            matches=matches,
-            model=model,
+            sub, pairs, metrics, combine, strict_harness_version, min_pairs, matches, model
         )
     return ref, by_model
 
