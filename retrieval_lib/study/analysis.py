@@ -8,23 +8,8 @@ value that cannot be computed is NaN with a reason, never 0; every aggregate car
 confidence intervals of means are seeded percentile bootstrap intervals over tasks
 (:func:`retrieval_lib.stats.means.mean_ci` with ``tasks``).
 
-* :func:`leaderboard`: model × config family: tasks, trials, mean reward and pass rate
-  with CIs, tokens, cost, time — **aggregate first**: each task's trials are averaged
-  (as the matched comparison does), then the mean over tasks.
-* :func:`retrieval_tiers`: reward and pass rate by file-recall tier (supplementary views;
-  no reward is changed) — the tier is a property of the trial, so the mean is over the
-  tier's trials with a **cluster bootstrap** resampling tasks with all their trials.
-* :func:`tool_value`: per tool (or category): calls, share that surfaced a ground-truth
-  file, ground-truth files first found, attributed tokens and seconds.
-* :func:`flag_table` / :func:`with_flags`: the confidence flags of each trial and the rule
-  that raised each.
-* :func:`matched_overview`: the pooled matched comparison, descriptive where no test runs.
-* :func:`pairing_trials`: the trials behind every matched task, trial by trial.
-* :func:`fit_lines`: least-squares lines of scatter pairs.
-* :func:`timeline_tasks` / :func:`timeline_frame`: the trials a timeline shows and its rows.
-
-One module: a dozen short question-functions share the tables and helpers (``_cis``,
-``is_in``) and the study notebook imports them by name from here.
+One module: short question-functions over the same tidy tables and helpers, some imported
+by name by the study notebook.
 
 Examples
 --------
@@ -84,17 +69,16 @@ _NOT_COMPUTABLE = "not computable"
 
 
 def _cis(
-    columns: Mapping[str, pd.Series],
+    sub: pd.DataFrame,
     alpha: float,
     n_boot: int,
     seed: int,
     tasks: pd.Series,
     method: str,
 ) -> dict[str, Any]:
-    """Mean, CI and ``n`` of several columns over the same trials (``<prefix>_n``, ``_n_tasks``,
-    ``_n_trials``, ``_mean``, ``_ci_low``, ``_ci_high``): the values
-    :func:`~retrieval_lib.stats.means.mean_ci` gives with ``tasks`` and ``method``,
-    with columns missing on the same trials sharing one bootstrap draw
+    """:func:`_ci_columns` of ``reward`` and ``pass`` (rate) of ``sub``, as
+    :func:`~retrieval_lib.stats.means.mean_ci` gives them with ``tasks`` and ``method``; the
+    two share one bootstrap draw where they are missing on the same trials
     (:func:`~retrieval_lib.stats.clustered.task_mean_cis` / ``cluster_bootstrap_means``)."""
     from retrieval_lib.errors import InputError, StatisticsError
     from retrieval_lib.stats.clustered import cluster_bootstrap_means, task_mean_cis
@@ -104,20 +88,15 @@ def _cis(
     if n_boot < 1:
         raise InputError(f"n_boot must be at least 1, got {n_boot}")
     estimate = task_mean_cis if method == "aggregate" else cluster_bootstrap_means
+    columns = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
     try:
         results = estimate(list(columns.values()), tasks, alpha=alpha, n_boot=n_boot, seed=seed)
     except StatisticsError as exc:
         raise InputError(str(exc)) from None
     out: dict[str, Any] = {}
     for prefix, r in zip(columns, results, strict=True):
-        out |= {
-            f"{prefix}_n": r.n_tasks,
-            f"{prefix}_n_tasks": r.n_tasks,
-            f"{prefix}_n_trials": r.n_trials,
-            f"{prefix}_mean": r.mean,
-            f"{prefix}_ci_low": r.ci_low,
-            f"{prefix}_ci_high": r.ci_high,
-        }
+        values = (r.n_tasks, r.n_tasks, r.n_trials, r.mean, r.ci_low, r.ci_high)
+        out |= dict(zip(_ci_columns(prefix), values, strict=True))
     return out
 
 
@@ -137,12 +116,6 @@ def _task_mean_n(values: pd.Series, tasks: pd.Series) -> tuple[float, int, int]:
 
 def _numbers(values: pd.Series) -> np.ndarray:
     return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-
-
-def _mean_n(values: pd.Series) -> tuple[float, int]:
-    array = _numbers(values)
-    array = array[np.isfinite(array)]
-    return (float(array.mean()) if array.size else math.nan), int(array.size)
 
 
 def _as_bool_float(values: pd.Series) -> pd.Series:
@@ -275,6 +248,13 @@ def with_flags(trials: pd.DataFrame) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- leaderboard
 
+#: The leaderboard's means of tokens, cost and time: trial column → column stem.
+_COSTS = {
+    "total_tokens": "tokens",
+    "cost_usd": "cost_usd",
+    "agent_execution_seconds": "time_seconds",
+}
+
 
 def leaderboard(
     trials: pd.DataFrame, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0
@@ -309,8 +289,7 @@ def leaderboard(
     rows = []
     model = trials["model"].astype(object).where(trials["model"].notna(), "(unknown)")
     all_tasks = task_keys(trials)
-    read = ["config_name", "run_id", "reward", "passed", "total_tokens", "cost_usd"]
-    read.append("agent_execution_seconds")
+    read = ["config_name", "run_id", "reward", "passed", *_COSTS]
     narrow = trials[[c for c in read if c in trials.columns]]  # no wide per-group copies
     for (model_name, family), sub in narrow.groupby([model, trials["config_family"]], sort=True):
         tasks = all_tasks.loc[sub.index]
@@ -322,13 +301,8 @@ def leaderboard(
             "tasks": int(tasks.nunique()),
             "trials": len(sub),
         }
-        both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
-        row |= _cis(both, alpha, n_boot, seed, tasks, "aggregate")
-        for column, stem in (
-            ("total_tokens", "tokens"),
-            ("cost_usd", "cost_usd"),
-            ("agent_execution_seconds", "time_seconds"),
-        ):
+        row |= _cis(sub, alpha, n_boot, seed, tasks, "aggregate")
+        for column, stem in _COSTS.items():
             mean, n, n_trials = (
                 _task_mean_n(sub[column], tasks) if column in sub else (math.nan, 0, 0)
             )
@@ -343,11 +317,7 @@ def leaderboard(
         "trials",
         *_ci_columns("reward"),
         *_ci_columns("pass"),
-        *(
-            f"{stem}_{s}"
-            for stem in ("tokens", "cost_usd", "time_seconds")
-            for s in ("n", "n_trials", "mean")
-        ),
+        *(f"{stem}_{s}" for stem in _COSTS.values() for s in ("n", "n_trials", "mean")),
     ]
     return pd.DataFrame(rows, columns=columns)
 
@@ -355,20 +325,8 @@ def leaderboard(
 # --------------------------------------------------------------------------- tiers
 
 
-def _tier(value: float) -> str:
-    if not math.isfinite(value):
-        return _NOT_COMPUTABLE
-    if value <= 0.0:
-        return "0"
-    if value < 0.5:
-        return "(0, 0.5)"
-    if value < 1.0:
-        return "[0.5, 1)"
-    return "1"
-
-
 def _tiers(values: np.ndarray) -> np.ndarray:
-    """:func:`_tier` of every value at once."""
+    """The :data:`TIERS` label of every value (non-finite: not computable)."""
     return np.select(
         [~np.isfinite(values), values <= 0.0, values < 0.5, values < 1.0],
         [_NOT_COMPUTABLE, "0", "(0, 0.5)", "[0.5, 1)"],
@@ -413,10 +371,7 @@ def retrieval_tiers(
     for family in sorted(families.unique()):
         in_family = families == family
         for tier in (*TIERS, _AT_LEAST_HALF, _NOT_COMPUTABLE):
-            if tier == _AT_LEAST_HALF:
-                mask = in_family & at_least_half
-            else:
-                mask = in_family & (tiers == tier)
+            mask = in_family & (at_least_half if tier == _AT_LEAST_HALF else tiers == tier)
             sub = narrow[mask]
             tasks = all_tasks[mask]
             row = {
@@ -425,8 +380,7 @@ def retrieval_tiers(
                 "n_tasks": int(tasks.nunique()),
                 "n_trials": len(sub),
             }
-            both = {"reward": sub["reward"], "pass": _as_bool_float(sub["passed"])}
-            row |= _cis(both, alpha, n_boot, seed, tasks, "cluster")
+            row |= _cis(sub, alpha, n_boot, seed, tasks, "cluster")
             rows.append(row)
     columns = [
         "config_family",
@@ -507,43 +461,26 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
     if by not in ("tool", "category"):
         raise ValueError(f"by must be 'tool' or 'category', not {by!r}")
     keys = ["config_family", "is_mcp", *(["tool"] if by == "tool" else []), "tool_category"]
-    columns = [
-        *keys,
-        "calls",
-        "trials",
-        "failed_calls",
-        "calls_with_ground_truth",
-        "surfaced_ground_truth_calls",
-        "share_surfaced_ground_truth",
-        "ground_truth_files_first_found",
-        "tokens_n",
-        "tokens",
-        "tokens_per_call",
-        "seconds_n",
-        "seconds",
-        "seconds_per_call",
-    ]
+    sums = {  # output column: (column of _call_facts, aggregation); no value gives NaN, not 0
+        "calls": ("_gt", "size"),
+        "trials": ("_trial", "nunique"),
+        "failed_calls": ("_error", "sum"),
+        "calls_with_ground_truth": ("_gt", "sum"),
+        "surfaced_ground_truth_calls": ("_surfaced", "sum"),
+        "ground_truth_files_first_found": ("_first", "sum"),
+        "tokens_n": ("_tokens", "count"),
+        "tokens": ("_tokens", _finite_sum),
+        "tokens_per_call": ("_tokens", _finite_mean),
+        "seconds_n": ("_seconds", "count"),
+        "seconds": ("_seconds", _finite_sum),
+        "seconds_per_call": ("_seconds", _finite_mean),
+    }
+    names = list(sums)
+    columns = [*keys, *names[:5], "share_surfaced_ground_truth", *names[5:]]
     if events.empty:
         return pd.DataFrame(columns=columns)
     # one pass per column over the events, one group-by (no per-group frames)
-    work = _call_facts(events, trials, keys)
-    grouped = work.groupby(keys, sort=True)
-    agg = grouped.agg(
-        calls=("_gt", "size"),
-        trials=("_trial", "nunique"),
-        failed_calls=("_error", "sum"),
-        calls_with_ground_truth=("_gt", "sum"),
-        surfaced_ground_truth_calls=("_surfaced", "sum"),
-        ground_truth_files_first_found=("_first", "sum"),
-        tokens_n=("_tokens", "count"),
-        tokens=("_tokens", _finite_sum),
-        tokens_per_call=("_tokens", _finite_mean),
-        seconds_n=("_seconds", "count"),
-        seconds=("_seconds", _finite_sum),
-        seconds_per_call=("_seconds", _finite_mean),
-    ).reset_index()
-    for stem in ("tokens", "seconds"):  # no value: NaN, not a sum of 0
-        agg.loc[agg[f"{stem}_n"] == 0, stem] = math.nan
+    agg = _call_facts(events, trials, keys).groupby(keys, sort=True).agg(**sums).reset_index()
     calls_gt = agg["calls_with_ground_truth"].to_numpy(dtype=float)
     agg["share_surfaced_ground_truth"] = np.where(
         calls_gt > 0,
@@ -551,12 +488,8 @@ def tool_value(events: pd.DataFrame, trials: pd.DataFrame, *, by: str = "tool") 
         / np.where(calls_gt > 0, calls_gt, 1.0),
         math.nan,
     )
-    counts = [c for c in columns[len(keys) :] if c.endswith(("calls", "trials", "_n", "found"))]
-    agg = agg.astype({c: int for c in counts if c != "share_surfaced_ground_truth"})
-    rows = agg[columns].to_dict("records")
-    out = pd.DataFrame(rows, columns=columns)
     name = "tool" if by == "tool" else "tool_category"
-    out = out.sort_values(
+    out = agg[columns].sort_values(
         ["config_family", "is_mcp", "calls", name],
         ascending=[True, False, False, True],
         kind="mergesort",
@@ -604,16 +537,12 @@ def matched_overview(
     for (base, treat), sub in comparisons.groupby(["baseline", "treatment"], sort=True):
         tasks = per_task[(per_task["baseline"] == base) & (per_task["treatment"] == treat)]
         by_metric: dict[Any, dict[Any, Any]] = {r["metric"]: r for r in sub.to_dict("records")}
-        for metric in metrics:
-            if metric not in by_metric:
-                continue
+        for metric in [m for m in metrics if m in by_metric]:
             row = by_metric[metric]
-            deltas = (
-                _numbers(tasks[f"delta:{metric}"])
-                if f"delta:{metric}" in tasks.columns
-                else np.array([])
-            )
+            column = f"delta:{metric}"
+            deltas = _numbers(tasks[column]) if column in tasks.columns else np.array([])
             deltas = deltas[np.isfinite(deltas)]
+            rounded = np.round(deltas, 12)
             tested = bool(row["computable"])
             out = {
                 "baseline": base,
@@ -624,9 +553,9 @@ def matched_overview(
                 "mean_delta": float(deltas.mean()) if deltas.size else math.nan,
                 "min_delta": float(deltas.min()) if deltas.size else math.nan,
                 "max_delta": float(deltas.max()) if deltas.size else math.nan,
-                "wins": int((np.round(deltas, 12) > 0).sum()),
-                "losses": int((np.round(deltas, 12) < 0).sum()),
-                "ties": int((np.round(deltas, 12) == 0).sum()),
+                "wins": int((rounded > 0).sum()),
+                "losses": int((rounded < 0).sum()),
+                "ties": int((rounded == 0).sum()),
             }
             for name in ("ci_low", "ci_high", "wilcoxon_p", "wilcoxon_p_holm", "rank_biserial"):
                 out[name] = float(row[name]) if tested and name in row else math.nan
@@ -649,7 +578,7 @@ def pairing_trials(trials: pd.DataFrame, per_task: pd.DataFrame) -> pd.DataFrame
     """
     key_columns = ["baseline", "treatment", "task_name", "model", "harness_version"]
     trial_columns = ["run_id", "config_name", "trial_id", "trial_name", "reward", "passed"]
-    columns = [*key_columns[:5], "side", *trial_columns, "combined"]
+    columns = [*key_columns, "side", *trial_columns, "combined"]
     if per_task.empty:
         return pd.DataFrame(columns=columns)
     keys = per_task[key_columns]
@@ -739,15 +668,17 @@ def timeline_tasks(
         return chosen.sort_values(
             "task_name", key=lambda s: s.map(order), kind="mergesort"
         ).reset_index(drop=True)
-    delta = (
-        per_task["delta:reward"].abs()
-        if "delta:reward" in per_task
-        else pd.Series(np.nan, index=per_task.index)
-    )
-    ranked = per_task.assign(_abs=delta.fillna(-1.0)).sort_values(
-        ["_abs", "task_name"], ascending=[False, True], kind="mergesort"
-    )
-    return ranked.head(top).drop(columns="_abs").reset_index(drop=True)
+    return _largest_first(per_task, "delta:reward").head(top).reset_index(drop=True)
+
+
+def _largest_first(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``frame`` by the absolute value of ``column``, largest first, missing (or no
+    ``column``) last; ties: task name."""
+    size = pd.to_numeric(frame[column], errors="coerce").abs() if column in frame else np.nan
+    ranked = frame.assign(_size=size).fillna({"_size": -1.0})
+    return ranked.sort_values(
+        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
+    ).drop(columns="_size")
 
 
 def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
@@ -762,11 +693,7 @@ def largest_deltas(deltas: pd.DataFrame, *, top: int = 30) -> pd.DataFrame:
     """
     if len(deltas) <= top:
         return deltas
-    size = pd.to_numeric(deltas["delta"], errors="coerce").abs().fillna(-1.0)
-    ranked = deltas.assign(_size=size).sort_values(
-        ["_size", "task_name"], ascending=[False, True], kind="mergesort"
-    )
-    keep = ranked.head(top).index
+    keep = _largest_first(deltas, "delta").head(top).index
     return deltas.loc[deltas.index.isin(keep)]
 
 
@@ -807,10 +734,8 @@ def timeline_frame(events: pd.DataFrame, trial_id: str) -> pd.DataFrame:
     for ev in records:
         matched = set(ev["matched_ground_truth_files"])
         first = bool(ev["first_found_ground_truth_files"]) and not first_done
-        if first:
-            first_done = True
-        targets = list(ev["target_files"]) or [None]
-        for target in targets:
+        first_done = first_done or first
+        for target in list(ev["target_files"]) or [None]:
             rows.append(
                 {
                     "step_index": int(ev["step_index"]),

@@ -1,43 +1,12 @@
 """Every config family against every other: matched effects, Friedman, a ranx-style table.
 
-Issue 19 ("N config families", "Models × configs"). Three questions, one function each,
-over a study's analysed trials (``config_family`` the condition):
-
-* :func:`family_comparisons`: each family against the **reference family** (or, with
-  ``all_pairs``, every pair of families) on its matched tasks
-  (:func:`~retrieval_lib.stats.paired.match_tasks`: same canonical task, model and harness
-  version, repeated trials averaged), one row per (pair, metric) as
-  :func:`~retrieval_lib.stats.paired_tests.compare_matched` gives it (t interval of the mean
-  delta, Wilcoxon signed-rank p), plus ``p_holm``: Holm over the **family of every tested
-  (pair, metric) of the table** (pairs × metrics; the per-pair ``wilcoxon_p_holm`` beside
-  it is Holm over one pair's metrics).
-* :func:`compare_families` → :class:`FamilyComparison`: the omnibus and post-hoc view, per
-  model: the tasks every family ran (each task's trials with a valid reward averaged; a task
-  is kept for a metric only when every family has a value: listwise), the Friedman test
-  per metric (:func:`~retrieval_lib.stats.multi.friedman`, three or more families) and the
-  pairwise Wilcoxon tests with Holm over **every pair × metric of that model**
-  (:func:`~retrieval_lib.stats.multi.pairwise_wilcoxon`), and the comparison table in the
-  spirit of ranx's ``compare``: one row per (model, family) with a letter, one column per
-  metric, the mean over those tasks with a seeded percentile-bootstrap CI over tasks, a
-  superscript letter for every row it is significantly **higher** than (Holm-adjusted
-  p < ``alpha``), the highest mean in bold. Unlike the matched pairs, this view does not
-  separate harness versions: a task's trials of one (model, family) are averaged whatever
-  their version. :meth:`FamilyComparison.to_markdown` and
-  :meth:`FamilyComparison.to_latex` export it; every name is escaped (Markdown:
-  :func:`retrieval_lib.safe_text.markdown_text`; LaTeX: :func:`latex_text`, every special).
-* :func:`model_effects` and :func:`model_interactions`: the matched effect of each family
-  (vs the reference) per model side by side, and the **difference of differences** between
-  two models: per task both models matched, ``delta_B(task) - delta_A(task)``, its mean with
-  a t interval over those tasks (the task is the unit: a task's versions are averaged first).
-
-Examples
---------
->>> latex_text("R&D_50% {x} ~ ^ \\\\ $ #")
-'R\\\\&D\\\\_50\\\\% \\\\{x\\\\} \\\\textasciitilde{} \\\\textasciicircum{} \\\\textbackslash{} \\\\$ \\\\#'
-
-Why one module of this length: the three views share the reference family, the pairing
-of families and the escaping of names; :class:`FamilyComparison` with its Markdown and
-LaTeX exports is about 140 of its lines.
+Issue 19 ("N config families", "Models × configs"), over a study's analysed trials
+(``config_family`` the condition): :func:`family_comparisons` (each family against the
+reference family, or every pair, on matched tasks), :func:`compare_families` →
+:class:`FamilyComparison` (per model: Friedman, pairwise Wilcoxon and the ranx-style table,
+exported to Markdown and LaTeX), :func:`model_effects` and :func:`model_interactions` (each
+family's effect per model, and the difference of differences between models). They share
+the reference family, the pairing of families and the escaping of names (:func:`latex_text`).
 """
 
 from __future__ import annotations
@@ -73,19 +42,20 @@ __all__ = [
 ]
 
 UNKNOWN_MODEL = "(unknown)"
-_LATEX_SPECIALS = {
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "\\": r"\textbackslash{}",
-}
-_LATEX_RE = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIALS))
+_LATEX_SPECIALS = str.maketrans(
+    {
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+        "\\": r"\textbackslash{}",
+    }
+)
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -98,8 +68,7 @@ def latex_text(name: Any) -> str:
     >>> latex_text("mcp_remote & 50%")
     'mcp\\\\_remote \\\\& 50\\\\%'
     """
-    text = _CONTROL_RE.sub(" ", str(name))
-    return _LATEX_RE.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+    return _CONTROL_RE.sub(" ", str(name)).translate(_LATEX_SPECIALS)
 
 
 # --------------------------------------------------------------------------- pairs
@@ -154,16 +123,8 @@ def comparison_pairs(
     """
     names = sorted({str(f) for f in families})
     first = [(reference, f) for f in names if f != reference]
-    if not all_pairs:
-        return first
-    rest = [(a, b) for a, b in itertools.combinations(names, 2) if reference not in (a, b)]
-    return first + rest
-
-
-def _frame(trials: pd.DataFrame) -> pd.DataFrame:
-    """Trials with ``config_name`` = family (what the matching groups by)."""
-    frame = trials.rename(columns={"config_name": "config_raw"})
-    return frame.rename(columns={"config_family": "config_name"})
+    pairs = itertools.combinations(names, 2) if all_pairs else ()
+    return first + [(a, b) for a, b in pairs if reference not in (a, b)]
 
 
 def family_matches(
@@ -182,7 +143,8 @@ def family_matches(
     """
     from retrieval_lib.stats.paired import match_tasks
 
-    frame = _frame(trials)
+    # the matching groups by config_name: here the family
+    frame = trials.rename(columns={"config_name": "config_raw", "config_family": "config_name"})
     present = set(frame["config_name"].astype(str))
     return {
         (base, treat): match_tasks(
@@ -212,8 +174,7 @@ def model_match(match: MatchResult, model: str) -> MatchResult:
 
     if match.strict_harness_version:
         raise StatisticsError("model_match: a strict-harness-version match cannot be split")
-    shown = match.keys["model"].astype(object)
-    mask = (shown.where(shown.notna(), UNKNOWN_MODEL).astype(str) == model).to_numpy()
+    mask = (_models(match.keys) == model).to_numpy()
     return replace(
         match,
         keys=match.keys[mask],
@@ -224,51 +185,38 @@ def model_match(match: MatchResult, model: str) -> MatchResult:
     )
 
 
-def _shared(
-    matches: Mapping[tuple[str, str], MatchResult] | None,
-    pair: tuple[str, str],
-    metrics: Sequence[str],
-) -> MatchResult | None:
-    """``matches[pair]`` when it holds every column of ``metrics``."""
-    found = None if matches is None else matches.get(pair)
-    if found is None or not set(metrics) <= set(found.value_columns):
-        return None
-    return found
-
-
 def _matched(
-    frame: pd.DataFrame,
+    trials: pd.DataFrame,
     pairs: Sequence[tuple[str, str]],
     metrics: Sequence[str],
-    *,
     combine: str,
     strict_harness_version: bool,
     min_pairs: int,
-    matches: Mapping[tuple[str, str], MatchResult] | None = None,
+    matches: Mapping[tuple[str, str], MatchResult] | None,
     model: str | None = None,
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], pd.DataFrame]]:
-    """Compare each pair present in ``frame``; a pair of ``matches`` (made over every model)
+    """Compare each pair present in ``trials``; a pair of ``matches`` (made over every model)
     is reused, restricted to ``model`` when one is given."""
-    from retrieval_lib.stats.paired import match_tasks
     from retrieval_lib.stats.paired_tests import compare_matched
 
-    present = set(frame["config_name"].astype(str))
+    present = set(trials["config_family"].astype(str))
     parts, per_task = [], {}
     for base, treat in pairs:
         if base not in present or treat not in present:
             continue
-        match = _shared(matches, (base, treat), metrics)
+        match = None if matches is None else matches.get((base, treat))
+        if match is not None and not set(metrics) <= set(match.value_columns):
+            match = None  # made without a metric compared here
         if match is not None and model is not None:
             match = None if match.strict_harness_version else model_match(match, model)
         if match is None:
-            match = match_tasks(
-                frame,
-                base,
-                treat,
+            match = family_matches(
+                trials,
+                [(base, treat)],
+                metrics,
                 combine=combine,
-                value_columns=list(metrics),
                 strict_harness_version=strict_harness_version,
-            )
+            )[(base, treat)]
         parts.append(compare_matched(match, list(metrics), min_n=min_pairs, n_boot=1))
         per_task[(base, treat)] = match.per_task()
     if not parts:
@@ -352,20 +300,13 @@ def family_comparisons(
         ``reference, family, metric, n, mean_reference, mean_family, mean_delta, ci_low,
         ci_high, wins, losses, ties, wilcoxon_p, wilcoxon_p_holm, p_holm, rank_biserial,
         tested, reason`` (deltas: family − reference; ``reference`` is the first family of
-        the pair). ``p_holm``: Holm over every tested (pair, metric) row of the table.
+        the pair). ``p_holm``: Holm over every tested (pair, metric) row of the table;
+        ``wilcoxon_p_holm``: Holm over one pair's metrics.
     """
     families = sorted(trials["config_family"].astype(str).unique())
     ref = reference_family(families, reference, baseline)
     pairs = comparison_pairs(families, ref, all_pairs=all_pairs)
-    table, _ = _matched(
-        _frame(trials),
-        pairs,
-        metrics,
-        combine=combine,
-        strict_harness_version=strict_harness_version,
-        min_pairs=min_pairs,
-        matches=matches,
-    )
+    table, _ = _matched(trials, pairs, metrics, combine, strict_harness_version, min_pairs, matches)
     return _effects(table)[_EFFECT_COLUMNS]
 
 
@@ -399,14 +340,7 @@ def _matched_by_model(
         sub = trials[models == model]
         pairs = comparison_pairs(sub["config_family"].astype(str).unique(), ref)
         by_model[model] = _matched(
-            _frame(sub),
-            pairs,
-            metrics,
-            combine=combine,
-            strict_harness_version=strict_harness_version,
-            min_pairs=min_pairs,
-            matches=matches,
-            model=model,
+            sub, pairs, metrics, combine, strict_harness_version, min_pairs, matches, model
         )
     return ref, by_model
 
@@ -511,51 +445,49 @@ def model_interactions(
     }
     rows = []
     families = sorted({f for _, f in deltas})
-    model_names = list(by_model)
     need = max(min_pairs, 2)
-    for family in families:
-        for metric in metrics:
-            for a, b in itertools.combinations(model_names, 2):
-                row: dict[str, Any] = dict.fromkeys(_INTERACTION_COLUMNS, math.nan)
-                row.update(
-                    reference=ref,
-                    family=family,
-                    metric=metric,
-                    model_a=a,
-                    model_b=b,
-                    ci_method=None,
-                    tested=False,
-                    reason=None,
-                )
-                per = []
-                for model in (a, b):
-                    found = deltas.get((model, family))
-                    if found is None or found.empty:
-                        per.append(pd.Series(dtype=float))
-                        continue
-                    values = pd.to_numeric(found[f"delta:{metric}"], errors="coerce")
-                    per.append(values.groupby(found["task_name"].astype(str)).mean().dropna())
-                both = pd.concat(per, axis=1, join="inner").dropna()
-                n = len(both)
-                row["n"] = n
-                if n:
-                    da, db = both.iloc[:, 0].to_numpy(float), both.iloc[:, 1].to_numpy(float)
-                    dd = db - da
-                    row.update(
-                        effect_a=float(da.mean()),
-                        effect_b=float(db.mean()),
-                        diff_of_diff=float(dd.mean()),
-                    )
-                    if n < need:
-                        row["reason"] = f"{n} task(s) matched by both models; a CI needs {need}"
-                    elif np.unique(np.round(dd, 12)).size == 1:
-                        row["reason"] = f"the {n} differences of differences are constant"
-                    else:
-                        low, high = t_mean_ci(dd, alpha=alpha)
-                        row.update(ci_low=low, ci_high=high, ci_method="t", tested=True)
-                else:
-                    row["reason"] = "no task matched by both models"
-                rows.append(row)
+    model_pairs = list(itertools.combinations(by_model, 2))
+    for family, metric, (a, b) in itertools.product(families, metrics, model_pairs):
+        row: dict[str, Any] = dict.fromkeys(_INTERACTION_COLUMNS, math.nan)
+        row.update(
+            reference=ref,
+            family=family,
+            metric=metric,
+            model_a=a,
+            model_b=b,
+            ci_method=None,
+            tested=False,
+            reason=None,
+        )
+        per = []
+        for model in (a, b):
+            found = deltas.get((model, family))
+            if found is None or found.empty:
+                per.append(pd.Series(dtype=float))
+                continue
+            values = pd.to_numeric(found[f"delta:{metric}"], errors="coerce")
+            per.append(values.groupby(found["task_name"].astype(str)).mean().dropna())
+        both = pd.concat(per, axis=1, join="inner").dropna()
+        n = len(both)
+        row["n"] = n
+        if n:
+            da, db = both.iloc[:, 0].to_numpy(float), both.iloc[:, 1].to_numpy(float)
+            dd = db - da
+            row.update(
+                effect_a=float(da.mean()),
+                effect_b=float(db.mean()),
+                diff_of_diff=float(dd.mean()),
+            )
+            if n < need:
+                row["reason"] = f"{n} task(s) matched by both models; a CI needs {need}"
+            elif np.unique(np.round(dd, 12)).size == 1:
+                row["reason"] = f"the {n} differences of differences are constant"
+            else:
+                low, high = t_mean_ci(dd, alpha=alpha)
+                row.update(ci_low=low, ci_high=high, ci_method="t", tested=True)
+        else:
+            row["reason"] = "no task matched by both models"
+        rows.append(row)
     return pd.DataFrame(rows, columns=_INTERACTION_COLUMNS)
 
 
@@ -609,44 +541,31 @@ class FamilyComparison:
     def wide(self) -> pd.DataFrame:
         """One row per (model, family), one text column per metric: ``mean [low, high]``
         with the markers as ``^a,b``."""
-        rows = []
-        if self.table.empty:
-            return pd.DataFrame(columns=["model", "letter", "config_family", *self.metrics])
-        for (model, letter, family), sub in self.table.groupby(
-            ["model", "letter", "config_family"], sort=True
-        ):
-            row: dict[str, Any] = {"model": model, "letter": letter, "config_family": family}
-            for rec in sub.to_dict("records"):
-                row[rec["metric"]] = _cell(rec)
-            rows.append(row)
-        return pd.DataFrame(rows, columns=["model", "letter", "config_family", *self.metrics])
+        _, body = self._cells(mark=lambda s: f" ^{s}", bold=str, escape=str, missing="")
+        return pd.DataFrame(body, columns=["model", "letter", "config_family", *self.metrics])
 
-    def _cells(self, mark: Any, bold: Any, escape: Any) -> tuple[list[str], list[list[str]]]:
+    def _cells(
+        self, mark: Any, bold: Any, escape: Any, missing: str
+    ) -> tuple[list[str], list[list[str]]]:
+        """Header and rows: per metric ``mean [low, high]`` (the best mean in ``bold``) and the
+        ``mark`` of the letters the row is higher than; ``missing`` without a mean."""
         header = ["Model", "Row", "Config family", *[escape(m) for m in self.metrics]]
         body = []
         records = self.table.to_dict("records")
         keyed = {(r["model"], r["config_family"], r["metric"]): r for r in records}
-        seen = []
-        for r in records:
-            key = (r["model"], r["letter"], r["config_family"])
-            if key not in seen:
-                seen.append(key)
-        for model, letter, family in sorted(seen):
+        for model, letter, family in sorted(
+            {(r["model"], r["letter"], r["config_family"]) for r in records}
+        ):
             line = [escape(model), letter, escape(family)]
             for metric in self.metrics:
                 rec = keyed.get((model, family, metric))
                 if rec is None or not math.isfinite(rec["mean"]):
-                    line.append("–" if escape is not latex_text else "--")
+                    line.append(missing)
                     continue
-                value = _number(rec["mean"])
-                if rec["best"]:
-                    value = bold(value)
-                ci = (
-                    f" [{_number(rec['ci_low'])}, {_number(rec['ci_high'])}]"
-                    if math.isfinite(rec["ci_low"])
-                    else ""
-                )
-                line.append(value + ci + (mark(rec["higher_than"]) if rec["higher_than"] else ""))
+                text = bold(_number(rec["mean"])) if rec["best"] else _number(rec["mean"])
+                if math.isfinite(rec["ci_low"]):
+                    text += f" [{_number(rec['ci_low'])}, {_number(rec['ci_high'])}]"
+                line.append(text + (mark(rec["higher_than"]) if rec["higher_than"] else ""))
             body.append(line)
         return header, body
 
@@ -655,7 +574,10 @@ class FamilyComparison:
         from retrieval_lib.safe_text import markdown_text
 
         header, body = self._cells(
-            mark=lambda s: f"<sup>{s}</sup>", bold=lambda s: f"**{s}**", escape=markdown_text
+            mark=lambda s: f"<sup>{s}</sup>",
+            bold=lambda s: f"**{s}**",
+            escape=markdown_text,
+            missing="–",
         )
         lines = [
             "| " + " | ".join(header) + " |",
@@ -670,7 +592,10 @@ class FamilyComparison:
         """The table as a LaTeX ``table`` with a ``tabular`` (no package needed; every
         special character of a name escaped)."""
         header, body = self._cells(
-            mark=lambda s: f"$^{{{s}}}$", bold=lambda s: f"\\textbf{{{s}}}", escape=latex_text
+            mark=lambda s: f"$^{{{s}}}$",
+            bold=lambda s: f"\\textbf{{{s}}}",
+            escape=latex_text,
+            missing="--",
         )
         spec = "lll" + "c" * len(self.metrics)
         lines = [
@@ -688,41 +613,13 @@ class FamilyComparison:
         ]
         return "\n".join(lines) + "\n"
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): caption, metrics and the three tables as records."""
-        from retrieval_lib.stats.impact import json_records
-
-        return {
-            "caption": self.caption,
-            "metrics": list(self.metrics),
-            "alpha": self.alpha,
-            "table": json_records(self.table),
-            "friedman": json_records(self.friedman),
-            "pairwise": json_records(self.pairwise),
-        }
-
 
 def _number(value: float) -> str:
     return f"{value:.3f}"
 
 
-def _cell(rec: Mapping[Any, Any]) -> str:
-    if not math.isfinite(rec["mean"]):
-        return ""
-    text = _number(rec["mean"])
-    if math.isfinite(rec["ci_low"]):
-        text += f" [{_number(rec['ci_low'])}, {_number(rec['ci_high'])}]"
-    if rec["higher_than"]:
-        text += f" ^{rec['higher_than']}"
-    return text
-
-
 def _letters(n: int) -> list[str]:
-    letters = list(string.ascii_lowercase)
-    out = []
-    for i in range(n):
-        out.append(letters[i % 26] * (i // 26 + 1))
-    return out
+    return [string.ascii_lowercase[i % 26] * (i // 26 + 1) for i in range(n)]
 
 
 #: Columns of the ranx-style table of :func:`compare_families`.
@@ -805,6 +702,16 @@ def compare_families(
 ) -> FamilyComparison:
     """Friedman, pairwise Wilcoxon (Holm) and the ranx-style table, per model.
 
+    Per model, over the tasks every family ran (a task is kept for a metric only when every
+    family has a value: listwise): the Friedman test per metric
+    (:func:`~retrieval_lib.stats.multi.friedman`, three or more families), the pairwise
+    Wilcoxon tests with Holm over every pair × metric of the model
+    (:func:`~retrieval_lib.stats.multi.pairwise_wilcoxon`), and the table in the spirit of
+    ranx's ``compare``: one row per family with a letter, the mean per metric with a seeded
+    percentile-bootstrap CI over tasks, the letters of the rows it is significantly
+    **higher** than (Holm-adjusted p < ``alpha``), the highest mean in bold. Unlike the
+    matched pairs, harness versions are not separated.
+
     Parameters
     ----------
     trials : pandas.DataFrame
@@ -843,23 +750,11 @@ def compare_families(
         model_pairs = []
         model_rows: list[dict[str, Any]] = []
         for metric in metrics:
-            blocks = complete_blocks(sub, metric, "config_family", "task_name")  # made once
-            omnibus.append(
-                friedman(
-                    sub, metric, "config_family", "task_name", min_n=min_pairs, blocks=blocks
-                ).assign(model=model)
-            )
-            model_pairs.append(
-                pairwise_wilcoxon(
-                    sub,
-                    metric,
-                    "config_family",
-                    "task_name",
-                    min_n=min_pairs,
-                    alpha=alpha,
-                    blocks=blocks,
-                ).assign(model=model)
-            )
+            of = (sub, metric, "config_family", "task_name")  # data, dv, within, subject
+            blocks = complete_blocks(*of)  # made once for both tests
+            omnibus.append(friedman(*of, min_n=min_pairs, blocks=blocks).assign(model=model))
+            pairwise = pairwise_wilcoxon(*of, min_n=min_pairs, alpha=alpha, blocks=blocks)
+            model_pairs.append(pairwise.assign(model=model))
             wide, _ = blocks
             model_rows.extend(
                 {"model": model, "letter": letters[row["config_family"]], **row}
@@ -874,13 +769,10 @@ def compare_families(
             continue
         _mark_winners(rows, pairs, letters, alpha)
         table_rows.append(rows)
-    table = _stacked(table_rows, _TABLE_COLUMNS)
-    fried = _stacked(omnibus, ["model", *FRIEDMAN_COLUMNS])
-    pair_table = _stacked(posthoc, ["model", *PAIRWISE_COLUMNS])
     return FamilyComparison(
-        table=table,
-        friedman=fried,
-        pairwise=pair_table,
+        table=_stacked(table_rows, _TABLE_COLUMNS),
+        friedman=_stacked(omnibus, ["model", *FRIEDMAN_COLUMNS]),
+        pairwise=_stacked(posthoc, ["model", *PAIRWISE_COLUMNS]),
         metrics=metrics,
         alpha=alpha,
         n_boot=n_boot,

@@ -8,10 +8,7 @@ legacy run and a current run of the same setup are compared as one config.
 :data:`DEFAULT_CONFIG_FAMILIES` is the one default mapping (raw config name → family);
 a params file (``config_map``) or ``--config-map NAME=FAMILY`` extends or overrides it. A
 name the mapping does not know is its own family. Names are compared case-insensitively.
-
-Families are paired baseline → treatment by :func:`pair_families`: baseline families
-(``baseline*``) against treatment families (``mcp*``, ``sourcegraph*``), and when both
-names end in a delivery mode (``-direct``, ``-artifact``) only within the same mode.
+:func:`pair_families` pairs baseline and treatment families.
 
 Examples
 --------
@@ -19,8 +16,6 @@ Examples
 'mcp-remote-direct'
 >>> family_of("my-config", {"my-config": "mcp-remote-direct"})
 'mcp-remote-direct'
->>> pair_families(["baseline-local-direct", "mcp-remote-direct", "mcp-remote-artifact"])
-[('baseline-local-direct', 'mcp-remote-direct')]
 """
 
 from __future__ import annotations
@@ -114,7 +109,8 @@ def pair_families(
 ) -> list[tuple[str, str]]:
     """(baseline, treatment) family pairs to compare, sorted.
 
-    As :func:`retrieval_lib.stats.paired.pair_configs` (explicit choices win), except
+    As :func:`retrieval_lib.stats.paired.pair_configs` (baseline families ``baseline*``
+    against treatment families ``mcp*``, ``sourcegraph*``; explicit choices win), except
     that a ``-direct`` family is never paired with an ``-artifact`` one.
 
     Examples
