@@ -23,11 +23,26 @@ evaluated runs to ``study.html`` (CPU seconds of the whole process tree, from
 ``/proc/<pid>/stat`` of every process sampled, and its peak resident memory), and the HTML
 size. Several ``--archive`` values (``--archive 10000 --archive 30000``) give the growth.
 
+**Raw archive workload** (``--raw-archive N``): the same shape (N trials, N/2 tasks, 3
+models, 4 configs, runs of at most 10,000 trials) as raw run folders in the batch layout
+(``<run>/<config>/<timestamp>/<trial>/``, one timestamp folder per trial) plus a task
+definition per task. Each task copies the definition of one task of a small ``synth
+--scale bench`` generation (``task.toml`` rewritten with the new name, the other files hard
+links) and each of its two trials that task's baseline or MCP trial of the generation: the
+trace files (``agent/``) are hard links, so every trial's traces are parsed for real from
+natural-size files, while ``result.json`` and ``verifier/reward.txt`` are written per trial
+(task name, trial name, model, start time, a seeded reward). Timed:
+``retrieval-lib study <runs> --tasks-root <tasks> --workers W --out OUT`` from the raw
+folders to ``study.html`` (normalise, evaluate, study, notebook, HTML): wall and CPU
+seconds of the whole tree, peak tree memory, the HTML size, the 1-minute load average
+sampled during the run. Results in ``benchmarks/out/study_raw_archive.json``.
+
 Usage::
 
     python benchmarks/study.py                      # ~10,000 trials over 10 runs
     python benchmarks/study.py --tasks 66 --quick   # ~1,000 trials
     python benchmarks/study.py --archive 10000 --archive 100000
+    python benchmarks/study.py --raw-archive 10000 --workers 2
 
 Results are printed and written to ``benchmarks/out/study.json``.
 """
