@@ -23,11 +23,26 @@ evaluated runs to ``study.html`` (CPU seconds of the whole process tree, from
 ``/proc/<pid>/stat`` of every process sampled, and its peak resident memory), and the HTML
 size. Several ``--archive`` values (``--archive 10000 --archive 30000``) give the growth.
 
+**Raw archive workload** (``--raw-archive N``): the same shape (N trials, N/2 tasks, 3
+models, 4 configs, runs of at most 10,000 trials) as raw run folders in the batch layout
+(``<run>/<config>/<timestamp>/<trial>/``, one timestamp folder per trial) plus a task
+definition per task. Each task copies the definition of one task of a small ``synth
+--scale bench`` generation (``task.toml`` rewritten with the new name, the other files hard
+links) and each of its two trials that task's baseline or MCP trial of the generation: the
+trace files (``agent/``) are hard links, so every trial's traces are parsed for real from
+natural-size files, while ``result.json`` and ``verifier/reward.txt`` are written per trial
+(task name, trial name, model, start time, a seeded reward). Timed:
+``retrieval-lib study <runs> --tasks-root <tasks> --workers W --out OUT`` from the raw
+folders to ``study.html`` (normalise, evaluate, study, notebook, HTML): wall and CPU
+seconds of the whole tree, peak tree memory, the HTML size, the 1-minute load average
+sampled during the run. Results in ``benchmarks/out/study_raw_archive.json``.
+
 Usage::
 
     python benchmarks/study.py                      # ~10,000 trials over 10 runs
     python benchmarks/study.py --tasks 66 --quick   # ~1,000 trials
     python benchmarks/study.py --archive 10000 --archive 100000
+    python benchmarks/study.py --raw-archive 10000 --workers 2
 
 Results are printed and written to ``benchmarks/out/study.json``.
 """
@@ -58,6 +73,7 @@ def _measure(cmd: list[str]) -> dict[str, float | str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peaks = [0.0, 0.0]
     cpu_seen: dict[int, float] = {}
+    loads: list[float] = []
 
     def sample() -> None:
         while proc.poll() is None:
@@ -67,6 +83,7 @@ def _measure(cmd: list[str]) -> dict[str, float | str]:
             for pid, (_, seconds) in tree.items():
                 if pid != proc.pid:  # the root's own figure comes from wait4 below
                     cpu_seen[pid] = max(cpu_seen.get(pid, 0.0), seconds)
+            loads.append(os.getloadavg()[0])
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -90,6 +107,7 @@ def _measure(cmd: list[str]) -> dict[str, float | str]:
         "cpu_seconds_sampled_children": sum(cpu_seen.values()),
         "peak_tree_mb": peaks[0],
         "peak_process_mb": peaks[1],
+        "load_1min": [min(loads, default=0.0), max(loads, default=0.0)],
         "output": output,
     }
 
@@ -198,6 +216,134 @@ def make_archive(
         evaluate_run(events)
         folders.append(out / run_id)
     return folders
+
+
+def _raw_templates(root: Path) -> list[tuple[str, list[Path], dict[bool, Path]]]:
+    """A small synthetic generation (``synth --scale bench``): per task with a baseline and an
+    MCP trial, ``(task name, its task-definition folders, {is MCP: trial folder})``."""
+    from retrieval_lib.runs import TaskIndex, discover_runs, discover_trials, read_trial_result
+    from retrieval_lib.synth import generate_runs
+
+    if not (root / "data" / "runs").is_dir():
+        generate_runs(root / "data", n_tasks=44, n_runs=1, scale="bench")
+    index = TaskIndex(root / "data" / "benchmarks")
+    trials: dict[str, dict[bool, Path]] = {}
+    for run in discover_runs([root / "data" / "runs"]):
+        for ref in discover_trials(run):
+            task = read_trial_result(ref.trial_dir).task_name
+            trials.setdefault(task, {}).setdefault(ref.config_name.startswith("mcp"), ref.trial_dir)
+    return [
+        (task, index.lookup(task)[0], pair)
+        for task, pair in sorted(trials.items())
+        if len(pair) == 2 and index.lookup(task)[0]
+    ]
+
+
+def _link_tree(source: Path, target: Path, rewrite: dict[str, bytes]) -> None:
+    """``target`` as a copy of ``source`` made of hard links, but the files named in
+    ``rewrite`` (paths relative to ``source``) written with the bytes given."""
+    for folder, _, files in os.walk(source):
+        relative = Path(folder).relative_to(source)
+        (target / relative).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            key = (relative / name).as_posix()
+            if key in rewrite:
+                (target / relative / name).write_bytes(rewrite[key])
+            else:
+                os.link(Path(folder) / name, target / relative / name)
+
+
+def make_raw_archive(
+    out: Path,
+    trials: int,
+    templates: list[tuple[str, list[Path], dict[bool, Path]]],
+    seed: int = 0,
+) -> None:
+    """Raw run folders (``out/runs``) of ``trials`` trials over ``trials // 2`` tasks and the
+    task definitions of those tasks (``out/benchmarks``); see ``--raw-archive``."""
+    import random
+    from datetime import datetime, timedelta
+
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    per_run_tasks = ARCHIVE_RUN_TRIALS // 2
+    base = datetime(2026, 3, 1, 9, 15, 0)
+    for task_no in range(trials // 2):
+        template, task_dirs, pair = templates[task_no % len(templates)]
+        task = f"archive-task-{task_no:06d}"
+        for folder in task_dirs:  # every suite folder of the template task, renamed
+            toml = folder / "task.toml"
+            rewrite = {}
+            if toml.is_file():
+                rewrite["task.toml"] = toml.read_bytes().replace(template.encode(), task.encode())
+            _link_tree(folder, out / "benchmarks" / folder.parent.name / task, rewrite)
+        model = ARCHIVE_MODELS[task_no % len(ARCHIVE_MODELS)]
+        configs = ARCHIVE_CONFIGS[(task_no // len(ARCHIVE_MODELS)) % len(ARCHIVE_CONFIGS)]
+        run = out / "runs" / f"archive_raw_{task_no // per_run_tasks:03d}"
+        started = base + timedelta(minutes=task_no % per_run_tasks)
+        for config, mcp in ((configs[0], False), (configs[1], True)):
+            suffix = "".join(rng.choices(alphabet, k=6))
+            raw_task = f"mcp_{task}_{suffix}" if mcp else task
+            trial = f"{raw_task[:32]}__{''.join(rng.choices(alphabet, k=7))}"
+            reward = 1.0 if rng.random() < (0.55 if mcp else 0.45) else 0.0
+            source = pair[mcp]
+            result = json.loads((source / "result.json").read_bytes())
+            result.update(task_name=raw_task, trial_name=trial, started_at=started.isoformat())
+            result["config"]["trial_name"] = trial
+            result["config"]["agent"]["model_name"] = f"anthropic/{model}"
+            result["agent_info"]["model_info"]["name"] = model
+            result["verifier_result"] = {"rewards": {"reward": reward}}
+            stamp = started.strftime("%Y-%m-%d__%H-%M-%S")
+            rewrite = {
+                "result.json": json.dumps(result, indent=4).encode(),
+                "verifier/reward.txt": f"{reward}\n".encode(),
+            }
+            _link_tree(source, run / config / stamp / trial, rewrite)
+
+
+def raw_archive(sizes: list[int], root: Path, workers: int) -> int:
+    """The raw archive workload at each size: ``retrieval-lib study`` from raw run folders
+    to HTML; prints and writes ``benchmarks/out/study_raw_archive.json``."""
+    templates = _raw_templates(root / "templates")
+    results = []
+    for trials in sizes:
+        data = root / f"raw_{trials}"
+        marker = data / "complete"
+        if not marker.is_file():
+            shutil.rmtree(data, ignore_errors=True)
+            started = time.perf_counter()
+            make_raw_archive(data, trials, templates)
+            marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+        reports = root / f"raw_reports_{trials}"
+        shutil.rmtree(reports, ignore_errors=True)
+        cli = [sys.executable, "-m", "retrieval_lib", "study", str(data / "runs")]
+        cli += ["--tasks-root", str(data / "benchmarks"), "--workers", str(workers)]
+        measured = _measure([*cli, "--out", str(reports)])
+        html = reports / "study" / "study.html"
+        wall, cpu = float(measured["seconds"]), float(measured["cpu_seconds"])
+        result = {
+            "trials": trials,
+            "tasks": trials // 2,
+            "templates": len(templates),
+            "runs": len(list((data / "runs").iterdir())),
+            "workers": workers,
+            "make_seconds": float(marker.read_text()),
+            "study_wall_seconds": round(wall, 1),
+            "study_cpu_seconds": round(cpu, 1),
+            "wall_over_cpu": round(wall / cpu, 2) if cpu else None,
+            "peak_tree_mb": round(float(measured["peak_tree_mb"])),
+            "peak_process_mb": round(float(measured["peak_process_mb"])),
+            "html_mb": round(html.stat().st_size / 1e6, 2),
+            "load_1min_during": measured["load_1min"],
+            "load_average_after": os.getloadavg(),
+            "output_tail": str(measured["output"]).splitlines()[-3:],
+        }
+        results.append(result)
+        for key, value in result.items():
+            print(f"{key:28} {value}", flush=True)
+        (HERE / "out").mkdir(exist_ok=True)
+        (HERE / "out" / "study_raw_archive.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
 
 
 def _load_probe(runs: Path, verify: bool) -> dict[str, float | int]:
@@ -381,6 +527,14 @@ def main() -> int:
         help="run the archive workload of TRIALS trials (repeatable) instead",
     )
     parser.add_argument(
+        "--raw-archive",
+        type=int,
+        action="append",
+        metavar="TRIALS",
+        help="run the archive workload of TRIALS trials (repeatable) from raw run folders "
+        "and task definitions to HTML, with --workers, instead",
+    )
+    parser.add_argument(
         "--load-only",
         action="store_true",
         help="with --archive: time only the up-to-date check and the read of the runs "
@@ -403,6 +557,8 @@ def main() -> int:
     if args.load_probe:
         print(json.dumps(_load_probe(args.load_probe, args.verify)))
         return 0
+    if args.raw_archive:
+        return raw_archive(args.raw_archive, args.out / "archive", args.workers)
     if args.archive:
         return archive(args.archive, args.out / "archive", load_only=args.load_only)
 
