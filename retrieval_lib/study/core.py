@@ -41,6 +41,16 @@ __all__ = ["Study", "StudyOptions", "load", "load_evaluated"]
 
 #: Identity columns of the long ``metrics`` table.
 _LONG_ID = ("trial_id", "run_id", "config_name", "config_family", "task_name", "model")
+#: Columns of :meth:`Study.timeline_trials`.
+_TIMELINE_COLUMNS = (
+    "baseline",
+    "treatment",
+    "task_name",
+    "model",
+    "delta_reward",
+    "baseline_trial",
+    "treatment_trial",
+)
 
 
 @dataclass(frozen=True)
@@ -363,37 +373,17 @@ class Study:
         trials = self.analysed
         rows = []
         for task in chosen.to_dict("records"):
-            picks = {}
+            row = {c: task[c] for c in ("baseline", "treatment", "task_name", "model")}
+            row["delta_reward"] = task.get("delta:reward")
             for side in ("baseline", "treatment"):
                 mask = (trials["config_family"] == task[side]) & (
                     trials["task_name"] == task["task_name"]
                 )
                 if pd.notna(task["model"]):
                     mask &= trials["model"] == task["model"]
-                picks[side] = analysis.representative_trial(trials[mask])
-            rows.append(
-                {
-                    "baseline": task["baseline"],
-                    "treatment": task["treatment"],
-                    "task_name": task["task_name"],
-                    "model": task["model"],
-                    "delta_reward": task.get("delta:reward"),
-                    "baseline_trial": picks["baseline"],
-                    "treatment_trial": picks["treatment"],
-                }
-            )
-        return pd.DataFrame(
-            rows,
-            columns=[
-                "baseline",
-                "treatment",
-                "task_name",
-                "model",
-                "delta_reward",
-                "baseline_trial",
-                "treatment_trial",
-            ],
-        )
+                row[f"{side}_trial"] = analysis.representative_trial(trials[mask])
+            rows.append(row)
+        return pd.DataFrame(rows, columns=list(_TIMELINE_COLUMNS))
 
     def timeline(self, trial_id: str) -> pd.DataFrame:
         """Timeline rows of one trial (:func:`retrieval_lib.study.analysis.timeline_frame`)."""
@@ -547,8 +537,6 @@ def load(
     InputError
         Missing paths, nothing to study, or two runs sharing a run id.
     """
-    # The same rule as `retrieval-lib study`: the analyses need the stats extra, so say so
-    # before normalising anything.
     require(STATS_LIBRARIES, "retrieval_lib.study.load")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
