@@ -208,7 +208,62 @@ class Study:
 
     @functools.cached_property
     def _impact_result(self) -> ImpactResult:
-        return _impact(self)
+        """Matched comparisons per family pair and correlations over all trials, one result."""
+        from retrieval_lib.stats.clustered import correlate_by_task
+        from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
+        from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
+
+        o = self.options
+        frame = self._frame()
+        family = o.metrics if isinstance(o.metrics, str) else list(o.metrics)
+        metrics = resolve_metrics(frame, family)
+        pairs = self.family_pairs()
+        parts = [
+            analyze_impact(
+                frame[frame["config_name"].isin([base, treat])],
+                baseline=base,
+                treatment=treat,
+                seed=o.seed,
+                n_boot=o.n_boot,
+                min_pairs=o.min_pairs,
+                combine=o.combine,
+                metrics=metrics,
+                correlate=False,
+                strict_harness_version=o.strict_harness_version,
+            )
+            for base, treat in pairs
+        ]
+        templates = analyze_impact_columns()
+
+        def stack(name: str) -> pd.DataFrame:
+            frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
+            if not frames:
+                return pd.DataFrame(columns=templates[name])
+            return pd.concat(frames, ignore_index=True)
+
+        params: dict[str, Any] = dict(parts[0].params) if parts else {}
+        params |= {
+            "seed": o.seed,
+            "n_boot": o.n_boot,
+            "min_matched_pairs": o.min_pairs,
+            "combine_repeated_trials": o.combine,
+            "metric_family": o.metrics if isinstance(o.metrics, str) else "custom",
+            "metrics": metrics,
+            "outcomes": [c for c in OUTCOME_COLUMNS if c in frame.columns],
+            "config_map": dict(self.config_map),
+            "family_pairs": [list(p) for p in pairs],
+            "confidence_flagged_trials": "excluded" if o.exclude_flagged else "kept",
+        }
+        return ImpactResult(
+            pairs=stack("pairs"),
+            correlations=correlate_by_task(frame, metrics, min_n=5),
+            comparisons=stack("comparisons"),
+            mcnemar=stack("mcnemar"),
+            per_task=stack("per_task"),
+            unmatched=stack("unmatched"),
+            config_summary=stack("config_summary"),
+            params=params,
+        )
 
     def pairs(self, deltas: Sequence[str] = ("reward", "passed")) -> pd.DataFrame:
         """Every trial behind every matched task, with its task's deltas.
@@ -237,7 +292,7 @@ class Study:
         per_task = self.impact().per_task
         trials = analysis.pairing_trials(self.analysed, per_task)
         wanted = [f"delta:{name}" for name in dict.fromkeys(deltas)]
-        known = [c for c in per_task.columns if c.startswith("delta:")]
+        known = [c.removeprefix("delta:") for c in per_task.columns if c.startswith("delta:")]
         # no task is matched (no baseline/treatment pair): no name to check against
         for column in wanted if known or not per_task.empty else ():
             if column not in per_task.columns:
@@ -245,9 +300,8 @@ class Study:
 
                 name = column.removeprefix("delta:")
                 raise InputError(
-                    f"no per-task delta of {name!r}"
-                    + hint(name, [c.removeprefix("delta:") for c in known])
-                    + f"; known: {', '.join(c.removeprefix('delta:') for c in known) or 'none'}"
+                    f"no per-task delta of {name!r}{hint(name, known)}; "
+                    f"known: {', '.join(known) or 'none'}"
                 )
         if per_task.empty or not wanted:  # every trial's delta is missing
             return trials.assign(**{c: pd.Series(dtype=float) for c in wanted})
@@ -388,64 +442,6 @@ class Study:
     def timeline(self, trial_id: str) -> pd.DataFrame:
         """Timeline rows of one trial (:func:`retrieval_lib.study.analysis.timeline_frame`)."""
         return analysis.timeline_frame(self.events, trial_id)
-
-
-def _impact(study: Study) -> ImpactResult:
-    """Matched comparisons per family pair and correlations over all trials, one result."""
-    from retrieval_lib.stats.clustered import correlate_by_task
-    from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
-    from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
-
-    o = study.options
-    frame = study._frame()
-    metrics = resolve_metrics(frame, o.metrics if isinstance(o.metrics, str) else list(o.metrics))
-    pairs = study.family_pairs()
-    parts = [
-        analyze_impact(
-            frame[frame["config_name"].isin([base, treat])],
-            baseline=base,
-            treatment=treat,
-            seed=o.seed,
-            n_boot=o.n_boot,
-            min_pairs=o.min_pairs,
-            combine=o.combine,
-            metrics=metrics,
-            correlate=False,
-            strict_harness_version=o.strict_harness_version,
-        )
-        for base, treat in pairs
-    ]
-    templates = analyze_impact_columns()
-
-    def stack(name: str) -> pd.DataFrame:
-        frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
-        if not frames:
-            return pd.DataFrame(columns=templates[name])
-        return pd.concat(frames, ignore_index=True)
-
-    params: dict[str, Any] = dict(parts[0].params) if parts else {}
-    params |= {
-        "seed": o.seed,
-        "n_boot": o.n_boot,
-        "min_matched_pairs": o.min_pairs,
-        "combine_repeated_trials": o.combine,
-        "metric_family": o.metrics if isinstance(o.metrics, str) else "custom",
-        "metrics": metrics,
-        "outcomes": [c for c in OUTCOME_COLUMNS if c in frame.columns],
-        "config_map": dict(study.config_map),
-        "family_pairs": [list(p) for p in pairs],
-        "confidence_flagged_trials": "excluded" if o.exclude_flagged else "kept",
-    }
-    return ImpactResult(
-        pairs=stack("pairs"),
-        correlations=correlate_by_task(frame, metrics, min_n=5),
-        comparisons=stack("comparisons"),
-        mcnemar=stack("mcnemar"),
-        per_task=stack("per_task"),
-        unmatched=stack("unmatched"),
-        config_summary=stack("config_summary"),
-        params=params,
-    )
 
 
 # --------------------------------------------------------------------------- loading
