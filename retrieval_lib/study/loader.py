@@ -458,19 +458,14 @@ def documents_events(
     """
     mapping = config_families(config_map)
     event_data: list[tuple[Any, ...]] = []
-    trials: list[dict[str, Any]] = []
+    trials: list[tuple[str, str, bool]] = []
     for position, doc in enumerate(documents):
         prov = doc["provenance"]
         config = str(prov["config_name"])
         family = mapping.get(config.lower(), config)
         trial_id = f"{prov['run_id']}/{config}/{prov['task_name']}/{position}"
-        trials.append(
-            {
-                "trial_id": trial_id,
-                "config_family": family,
-                "has_ground_truth": bool((doc.get("coverage") or {}).get("has_ground_truth")),
-            }
-        )
+        has_truth = bool((doc.get("coverage") or {}).get("has_ground_truth"))
+        trials.append((trial_id, family, has_truth))
         event_data.extend(event_rows(doc, trial_id, family))
     events = pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
     trials_frame = pd.DataFrame(trials, columns=["trial_id", "config_family", "has_ground_truth"])
