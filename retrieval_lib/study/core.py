@@ -177,18 +177,19 @@ class Study:
         frame = self.analysed.rename(columns={"config_name": "config_raw"})
         return frame.rename(columns={"config_family": "config_name"})
 
+    def _resampling(self) -> dict[str, Any]:
+        """The options' ``alpha``, ``n_boot`` and ``seed`` as keyword arguments."""
+        o = self.options
+        return {"alpha": o.alpha, "n_boot": o.n_boot, "seed": o.seed}
+
     def leaderboard(self) -> pd.DataFrame:
         """Model × config family, repeats averaged per task first
         (:func:`retrieval_lib.study.analysis.leaderboard`)."""
-        o = self.options
-        return analysis.leaderboard(self.analysed, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
+        return analysis.leaderboard(self.analysed, **self._resampling())
 
     def tiers(self, metric: str = "file.recall") -> pd.DataFrame:
         """Reward and pass rate by retrieval tier per family (task-cluster bootstrap CIs)."""
-        o = self.options
-        return analysis.retrieval_tiers(
-            self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed
-        )
+        return analysis.retrieval_tiers(self.analysed, metric, **self._resampling())
 
     def tool_value(self, by: str = "tool") -> pd.DataFrame:
         """What each tool or category brought (:func:`retrieval_lib.study.analysis.tool_value`)."""
@@ -380,14 +381,11 @@ class Study:
         :func:`retrieval_lib.study.compare.compare_families`)."""
         from retrieval_lib.study.compare import compare_families
 
-        o = self.options
         return compare_families(
             self.analysed,
             self._compare_metrics(metrics),
-            alpha=o.alpha,
-            n_boot=o.n_boot,
-            seed=o.seed,
-            min_pairs=o.min_pairs,
+            min_pairs=self.options.min_pairs,
+            **self._resampling(),
         )
 
     def model_effects(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -413,8 +411,7 @@ class Study:
         by the task-cluster bootstrap, ``n`` in tasks (:func:`~retrieval_lib.stats.means.calibration_table`)."""
         from retrieval_lib.stats.means import calibration_table
 
-        o = self.options
-        return calibration_table(self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
+        return calibration_table(self.analysed, metric, **self._resampling())
 
     def timeline_trials(self, tasks: Sequence[str] = (), top: int = 2) -> pd.DataFrame:
         """For each timeline task: the pair and the trial shown on each side.
