@@ -66,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
         if map_fn is not None:
             # The runs are brought up to date on the cluster; the (small) study tables
             # and the report are made here once the cluster is closed.
+            from retrieval_lib.report.study_report import check_study_inputs
             from retrieval_lib.study.loader import prepare_runs
 
-            _check_inputs(params, config_map, report=not args.no_report)
+            check_study_inputs(params, config_map, not args.no_report)
             prepared = prepare_runs(
                 args.paths,
                 args.tasks_root,
@@ -91,18 +92,3 @@ def run(args: argparse.Namespace) -> int:
     if result.html is None:
         print(f"study tables: {result.study_dir / 'tables'}")
     return 0
-
-
-def _check_inputs(params: dict, config_map: dict, *, report: bool) -> None:
-    """Refuse bad notebook parameters or config mapping before the runs are prepared."""
-    from retrieval_lib.report.params import check_parameters, resolve_notebook
-    from retrieval_lib.report.study_report import study_parameters
-    from retrieval_lib.study.families import config_families
-
-    if report:
-        params = check_parameters(
-            params, study_parameters(), notebook=resolve_notebook("study").name
-        )
-    mapping = dict(params.get("config_map") or {})
-    mapping.update(config_map)
-    config_families(mapping)

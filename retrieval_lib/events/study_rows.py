@@ -268,9 +268,18 @@ def _schemas() -> tuple[Any, Any]:
     return events, trials
 
 
-def _texts(values: list[Any]) -> list[Any]:
-    """Values of a text column as Parquet keeps them (a non-text value as its text)."""
-    return [v if v is None or isinstance(v, str) else str(v) for v in values]
+def _batch(schema: Any, columns: Sequence[Sequence[Any]]) -> Any:
+    """One record batch of ``columns`` (a non-text value of a text column as its text)."""
+    import pyarrow as pa
+
+    def texts(values: Sequence[Any]) -> list[Any]:
+        return [v if v is None or isinstance(v, str) else str(v) for v in values]
+
+    arrays = [
+        pa.array(texts(values) if f.type == pa.string() else list(values), type=f.type)
+        for f, values in zip(schema, columns, strict=True)
+    ]
+    return pa.record_batch(arrays, schema=schema)
 
 
 #: Rows buffered before they are written as one Parquet row group.
@@ -366,34 +375,13 @@ class StudyRowsWriter:
         """Add the :func:`document_rows` of a batch of documents."""
         if not self.enabled or not documents:
             return
-        import pyarrow as pa
-
         events, trials = self._streams()
         rows = [row for doc in documents for row in doc["events"]]
         columns = list(zip(*rows, strict=True)) if rows else [()] * len(STORED_EVENT_COLUMNS)
-        events.add(
-            pa.record_batch(
-                [
-                    pa.array(
-                        _texts(list(values)) if f.type == pa.string() else list(values),
-                        type=f.type,
-                    )
-                    for f, values in zip(events.schema, columns, strict=True)
-                ],
-                schema=events.schema,
-            )
-        )
+        events.add(_batch(events.schema, columns))
         trial_columns: list[list[Any]] = [[doc["trial_id"] for doc in documents]]
         trial_columns += [[doc["values"][c] for doc in documents] for c in DOCUMENT_COLUMNS]
-        trials.add(
-            pa.record_batch(
-                [
-                    pa.array(_texts(values) if f.type == pa.string() else values, type=f.type)
-                    for f, values in zip(trials.schema, trial_columns, strict=True)
-                ],
-                schema=trials.schema,
-            )
-        )
+        trials.add(_batch(trials.schema, trial_columns))
 
     def write(self) -> list[Path]:
         """Finish both tables (renamed into place); the paths written. Disabled (no

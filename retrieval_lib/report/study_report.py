@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ __all__ = [
     "MANIFEST_FILENAME",
     "STUDY_DIRNAME",
     "StudyReport",
+    "check_study_inputs",
     "read_manifest",
     "replaced_study_warning",
     "run_study",
@@ -37,19 +38,8 @@ __all__ = [
 
 STUDY_DIRNAME = "study"
 MANIFEST_FILENAME = "study_manifest.json"
-#: Notebook parameters that also set the study's options (name → StudyOptions field).
-_OPTION_PARAMETERS = {
-    "seed": "seed",
-    "n_boot": "n_boot",
-    "alpha": "alpha",
-    "min_pairs": "min_pairs",
-    "baseline": "baseline",
-    "treatment": "treatment",
-    "reference_family": "reference_family",
-    "all_pairs": "all_pairs",
-    "exclude_flagged": "exclude_flagged",
-    "strict_harness_version": "strict_harness_version",
-}
+#: StudyOptions fields that are not notebook parameters (every other one is, by its name).
+_NOT_PARAMETERS = ("combine", "metrics")
 
 
 @dataclass(frozen=True)
@@ -72,9 +62,9 @@ def study_options(values: Mapping[str, Any]) -> StudyOptions:
     from retrieval_lib.study import StudyOptions
 
     chosen = {
-        field: values[name]
-        for name, field in _OPTION_PARAMETERS.items()
-        if name in values and values[name] not in ("", None)
+        f.name: values[f.name]
+        for f in fields(StudyOptions)
+        if f.name not in _NOT_PARAMETERS and values.get(f.name) not in ("", None)
     }
     return StudyOptions(**chosen)
 
@@ -301,7 +291,7 @@ def run_study(
     from retrieval_lib.study import load_evaluated
     from retrieval_lib.study.loader import prepare_runs
 
-    values, mapping, notebook = _checked_parameters(params, config_map, report)
+    values, mapping, notebook = check_study_inputs(params, config_map, report)
     out_root = Path(out)
     study_dir = out_root / STUDY_DIRNAME
     warning = replaced_study_warning(study_dir, paths, tasks_root)
@@ -333,11 +323,17 @@ def run_study(
     return StudyReport(study_dir, manifest, written, rendered.html, rendered.notebook, None)
 
 
-def _checked_parameters(
+def check_study_inputs(
     params: Mapping[str, Any] | None, config_map: Mapping[str, str] | None, report: bool
 ) -> tuple[dict[str, Any], dict[str, str], Path | None]:
     """The study's parameters and config map, checked before anything runs, and the study
-    notebook (``None`` without a report)."""
+    notebook (``None`` without a report).
+
+    Raises
+    ------
+    InputError, ReportError
+        A bad parameter or config-map entry.
+    """
     from retrieval_lib.report.params import check_parameters, check_schema, resolve_notebook
     from retrieval_lib.study.families import config_families
 

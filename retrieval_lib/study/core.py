@@ -41,6 +41,16 @@ __all__ = ["Study", "StudyOptions", "load", "load_evaluated"]
 
 #: Identity columns of the long ``metrics`` table.
 _LONG_ID = ("trial_id", "run_id", "config_name", "config_family", "task_name", "model")
+#: Columns of :meth:`Study.timeline_trials`.
+_TIMELINE_COLUMNS = (
+    "baseline",
+    "treatment",
+    "task_name",
+    "model",
+    "delta_reward",
+    "baseline_trial",
+    "treatment_trial",
+)
 
 
 @dataclass(frozen=True)
@@ -167,18 +177,19 @@ class Study:
         frame = self.analysed.rename(columns={"config_name": "config_raw"})
         return frame.rename(columns={"config_family": "config_name"})
 
+    def _resampling(self) -> dict[str, Any]:
+        """The options' ``alpha``, ``n_boot`` and ``seed`` as keyword arguments."""
+        o = self.options
+        return {"alpha": o.alpha, "n_boot": o.n_boot, "seed": o.seed}
+
     def leaderboard(self) -> pd.DataFrame:
         """Model × config family, repeats averaged per task first
         (:func:`retrieval_lib.study.analysis.leaderboard`)."""
-        o = self.options
-        return analysis.leaderboard(self.analysed, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
+        return analysis.leaderboard(self.analysed, **self._resampling())
 
     def tiers(self, metric: str = "file.recall") -> pd.DataFrame:
         """Reward and pass rate by retrieval tier per family (task-cluster bootstrap CIs)."""
-        o = self.options
-        return analysis.retrieval_tiers(
-            self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed
-        )
+        return analysis.retrieval_tiers(self.analysed, metric, **self._resampling())
 
     def tool_value(self, by: str = "tool") -> pd.DataFrame:
         """What each tool or category brought (:func:`retrieval_lib.study.analysis.tool_value`)."""
@@ -198,7 +209,62 @@ class Study:
 
     @functools.cached_property
     def _impact_result(self) -> ImpactResult:
-        return _impact(self)
+        """Matched comparisons per family pair and correlations over all trials, one result."""
+        from retrieval_lib.stats.clustered import correlate_by_task
+        from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
+        from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
+
+        o = self.options
+        frame = self._frame()
+        family = o.metrics if isinstance(o.metrics, str) else list(o.metrics)
+        metrics = resolve_metrics(frame, family)
+        pairs = self.family_pairs()
+        parts = [
+            analyze_impact(
+                frame[frame["config_name"].isin([base, treat])],
+                baseline=base,
+                treatment=treat,
+                seed=o.seed,
+                n_boot=o.n_boot,
+                min_pairs=o.min_pairs,
+                combine=o.combine,
+                metrics=metrics,
+                correlate=False,
+                strict_harness_version=o.strict_harness_version,
+            )
+            for base, treat in pairs
+        ]
+        templates = analyze_impact_columns()
+
+        def stack(name: str) -> pd.DataFrame:
+            frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
+            if not frames:
+                return pd.DataFrame(columns=templates[name])
+            return pd.concat(frames, ignore_index=True)
+
+        params: dict[str, Any] = dict(parts[0].params) if parts else {}
+        params |= {
+            "seed": o.seed,
+            "n_boot": o.n_boot,
+            "min_matched_pairs": o.min_pairs,
+            "combine_repeated_trials": o.combine,
+            "metric_family": o.metrics if isinstance(o.metrics, str) else "custom",
+            "metrics": metrics,
+            "outcomes": [c for c in OUTCOME_COLUMNS if c in frame.columns],
+            "config_map": dict(self.config_map),
+            "family_pairs": [list(p) for p in pairs],
+            "confidence_flagged_trials": "excluded" if o.exclude_flagged else "kept",
+        }
+        return ImpactResult(
+            pairs=stack("pairs"),
+            correlations=correlate_by_task(frame, metrics, min_n=5),
+            comparisons=stack("comparisons"),
+            mcnemar=stack("mcnemar"),
+            per_task=stack("per_task"),
+            unmatched=stack("unmatched"),
+            config_summary=stack("config_summary"),
+            params=params,
+        )
 
     def pairs(self, deltas: Sequence[str] = ("reward", "passed")) -> pd.DataFrame:
         """Every trial behind every matched task, with its task's deltas.
@@ -227,7 +293,7 @@ class Study:
         per_task = self.impact().per_task
         trials = analysis.pairing_trials(self.analysed, per_task)
         wanted = [f"delta:{name}" for name in dict.fromkeys(deltas)]
-        known = [c for c in per_task.columns if c.startswith("delta:")]
+        known = [c.removeprefix("delta:") for c in per_task.columns if c.startswith("delta:")]
         # no task is matched (no baseline/treatment pair): no name to check against
         for column in wanted if known or not per_task.empty else ():
             if column not in per_task.columns:
@@ -235,9 +301,8 @@ class Study:
 
                 name = column.removeprefix("delta:")
                 raise InputError(
-                    f"no per-task delta of {name!r}"
-                    + hint(name, [c.removeprefix("delta:") for c in known])
-                    + f"; known: {', '.join(c.removeprefix('delta:') for c in known) or 'none'}"
+                    f"no per-task delta of {name!r}{hint(name, known)}; "
+                    f"known: {', '.join(known) or 'none'}"
                 )
         if per_task.empty or not wanted:  # every trial's delta is missing
             return trials.assign(**{c: pd.Series(dtype=float) for c in wanted})
@@ -316,14 +381,11 @@ class Study:
         :func:`retrieval_lib.study.compare.compare_families`)."""
         from retrieval_lib.study.compare import compare_families
 
-        o = self.options
         return compare_families(
             self.analysed,
             self._compare_metrics(metrics),
-            alpha=o.alpha,
-            n_boot=o.n_boot,
-            seed=o.seed,
-            min_pairs=o.min_pairs,
+            min_pairs=self.options.min_pairs,
+            **self._resampling(),
         )
 
     def model_effects(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -349,8 +411,7 @@ class Study:
         by the task-cluster bootstrap, ``n`` in tasks (:func:`~retrieval_lib.stats.means.calibration_table`)."""
         from retrieval_lib.stats.means import calibration_table
 
-        o = self.options
-        return calibration_table(self.analysed, metric, alpha=o.alpha, n_boot=o.n_boot, seed=o.seed)
+        return calibration_table(self.analysed, metric, **self._resampling())
 
     def timeline_trials(self, tasks: Sequence[str] = (), top: int = 2) -> pd.DataFrame:
         """For each timeline task: the pair and the trial shown on each side.
@@ -363,99 +424,21 @@ class Study:
         trials = self.analysed
         rows = []
         for task in chosen.to_dict("records"):
-            picks = {}
+            row = {c: task[c] for c in ("baseline", "treatment", "task_name", "model")}
+            row["delta_reward"] = task.get("delta:reward")
             for side in ("baseline", "treatment"):
                 mask = (trials["config_family"] == task[side]) & (
                     trials["task_name"] == task["task_name"]
                 )
                 if pd.notna(task["model"]):
                     mask &= trials["model"] == task["model"]
-                picks[side] = analysis.representative_trial(trials[mask])
-            rows.append(
-                {
-                    "baseline": task["baseline"],
-                    "treatment": task["treatment"],
-                    "task_name": task["task_name"],
-                    "model": task["model"],
-                    "delta_reward": task.get("delta:reward"),
-                    "baseline_trial": picks["baseline"],
-                    "treatment_trial": picks["treatment"],
-                }
-            )
-        return pd.DataFrame(
-            rows,
-            columns=[
-                "baseline",
-                "treatment",
-                "task_name",
-                "model",
-                "delta_reward",
-                "baseline_trial",
-                "treatment_trial",
-            ],
-        )
+                row[f"{side}_trial"] = analysis.representative_trial(trials[mask])
+            rows.append(row)
+        return pd.DataFrame(rows, columns=list(_TIMELINE_COLUMNS))
 
     def timeline(self, trial_id: str) -> pd.DataFrame:
         """Timeline rows of one trial (:func:`retrieval_lib.study.analysis.timeline_frame`)."""
         return analysis.timeline_frame(self.events, trial_id)
-
-
-def _impact(study: Study) -> ImpactResult:
-    """Matched comparisons per family pair and correlations over all trials, one result."""
-    from retrieval_lib.stats.clustered import correlate_by_task
-    from retrieval_lib.stats.columns import OUTCOME_COLUMNS, resolve_metrics
-    from retrieval_lib.stats.impact import ImpactResult, analyze_impact, analyze_impact_columns
-
-    o = study.options
-    frame = study._frame()
-    metrics = resolve_metrics(frame, o.metrics if isinstance(o.metrics, str) else list(o.metrics))
-    pairs = study.family_pairs()
-    parts = [
-        analyze_impact(
-            frame[frame["config_name"].isin([base, treat])],
-            baseline=base,
-            treatment=treat,
-            seed=o.seed,
-            n_boot=o.n_boot,
-            min_pairs=o.min_pairs,
-            combine=o.combine,
-            metrics=metrics,
-            correlate=False,
-            strict_harness_version=o.strict_harness_version,
-        )
-        for base, treat in pairs
-    ]
-    templates = analyze_impact_columns()
-
-    def stack(name: str) -> pd.DataFrame:
-        frames = [getattr(p, name) for p in parts if not getattr(p, name).empty]
-        if not frames:
-            return pd.DataFrame(columns=templates[name])
-        return pd.concat(frames, ignore_index=True)
-
-    params: dict[str, Any] = dict(parts[0].params) if parts else {}
-    params |= {
-        "seed": o.seed,
-        "n_boot": o.n_boot,
-        "min_matched_pairs": o.min_pairs,
-        "combine_repeated_trials": o.combine,
-        "metric_family": o.metrics if isinstance(o.metrics, str) else "custom",
-        "metrics": metrics,
-        "outcomes": [c for c in OUTCOME_COLUMNS if c in frame.columns],
-        "config_map": dict(study.config_map),
-        "family_pairs": [list(p) for p in pairs],
-        "confidence_flagged_trials": "excluded" if o.exclude_flagged else "kept",
-    }
-    return ImpactResult(
-        pairs=stack("pairs"),
-        correlations=correlate_by_task(frame, metrics, min_n=5),
-        comparisons=stack("comparisons"),
-        mcnemar=stack("mcnemar"),
-        per_task=stack("per_task"),
-        unmatched=stack("unmatched"),
-        config_summary=stack("config_summary"),
-        params=params,
-    )
 
 
 # --------------------------------------------------------------------------- loading
@@ -547,8 +530,6 @@ def load(
     InputError
         Missing paths, nothing to study, or two runs sharing a run id.
     """
-    # The same rule as `retrieval-lib study`: the analyses need the stats extra, so say so
-    # before normalising anything.
     require(STATS_LIBRARIES, "retrieval_lib.study.load")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]

@@ -1,23 +1,13 @@
 """Build a study: bring every run up to date, then read them into tidy tables.
 
 :func:`prepare_runs` normalises and evaluates the runs under the given paths that are not
-yet evaluated, or whose inputs changed since, and reuses the others. By default a run is
-up to date when its completion record (``retrieval_events/completion_record.json``,
-:mod:`retrieval_lib.completion`) says it is complete, the files the study reads match
-their recorded SHA-256, and the fingerprint of the run folder's top-level listing
-(:func:`listing_fingerprint`, with the task definitions, library code and cut-offs) is
-the recorded one: one record per run, no walk. ``verify=True`` is the full check: every
-input file's path, size and modification time (:func:`input_fingerprint`) and every
-document. :func:`read_evaluated` reads evaluated runs into the tables of a
-:class:`~retrieval_lib.study.core.Study` from their metrics tables and the study tables
-``evaluate`` wrote (:mod:`retrieval_lib.events.study_rows`), never decoding a document
-(runs evaluated without them are read from their documents, one at a time).
+yet evaluated, or whose inputs changed since (:func:`listing_fingerprint`; with ``verify``,
+:func:`input_fingerprint`), and reuses the others. :func:`read_evaluated` reads evaluated
+runs into the tables of a :class:`~retrieval_lib.study.core.Study` from their metrics
+tables and the study tables ``evaluate`` wrote (:mod:`retrieval_lib.events.study_rows`).
 
 Paths given may be raw run folders (or folders of runs) or folders that ``retrieval-lib
 evaluate`` already processed (``<out>/<run_id>`` holding ``retrieval_events/``).
-
-The fingerprints, the preparation and the reading share the completion record and the run
-layout, hence one module (the rows are built in :mod:`retrieval_lib.events.study_rows`).
 """
 
 from __future__ import annotations
@@ -244,14 +234,11 @@ class PreparedRuns:
         """Exclusion rows (stage ``discover``) for the entries left out outside every
         studied run: those inside a run are rows of its run summary already."""
         runs = [d.parent if d.name == EVENTS_DIRNAME else d for d in self.events_dirs]
-        rows = []
-        for path, reason in self.left_out:
-            inside = [r for r in runs if Path(path).is_relative_to(r)]
-            if not inside:
-                rows.append(
-                    {"run_id": None, "trial_id": path, "stage": "discover", "reason": reason}
-                )
-        return rows
+        return [
+            {"run_id": None, "trial_id": path, "stage": "discover", "reason": reason}
+            for path, reason in self.left_out
+            if not any(Path(path).is_relative_to(r) for r in runs)
+        ]
 
 
 def _read_fingerprint(events_dir: Path, key: str = "fingerprint") -> str | None:
@@ -331,19 +318,20 @@ def prepare_runs(
     left_out = LeftOut()
     raw_runs = _sort_given(paths, verify, prepared, left_out)
     out_root = Path(out) if out is not None else None
-    stale, listings = _stale_runs(raw_runs, _path(tasks_root), out_root, k, verify, prepared)
+    root = Path(tasks_root) if tasks_root is not None else None
+    stale = _stale_runs(raw_runs, root, out_root, k, verify, prepared)
     if prepared.reused:
         say(f"up to date, reused: {', '.join(prepared.reused)}")
     if stale:
         from retrieval_lib.completion import set_inputs_fingerprint
 
         report, evaluated = _normalize_and_evaluate(
-            [run for run, _, _ in stale], _path(tasks_root), out_root, k, workers, map_fn
+            [run for run, *_ in stale], root, out_root, k, workers, map_fn
         )
         prepared.summary_line = report.summary_line()
         say(prepared.summary_line)
         left_out.update(report.left_out)
-        for run, events_dir, fingerprint in stale:
+        for run, events_dir, fingerprint, listing in stale:
             outcome = evaluated.get(run.resolve())
             if not isinstance(outcome, EvaluateResult):  # no document, or the error
                 why = NO_DOCUMENT if outcome is None else str(outcome)
@@ -355,7 +343,7 @@ def prepare_runs(
             )
             # last: the completion record (normalize and evaluate wrote theirs) names the
             # inputs, so the run is reused next time while they and its files are unchanged
-            set_inputs_fingerprint(events_dir, fingerprint, listing=listings[run])
+            set_inputs_fingerprint(events_dir, fingerprint, listing=listing)
             prepared.normalized.append(run.name)
             prepared.events_dirs.append(events_dir)
     prepared.events_dirs = sorted(set(prepared.events_dirs))
@@ -411,12 +399,11 @@ def _stale_runs(
     k: Sequence[int],
     verify: bool,
     prepared: PreparedRuns,
-) -> tuple[list[tuple[Path, Path, str]], dict[Path, str]]:
-    """Runs to redo, each with its events folder and full input fingerprint, and their
-    listing fingerprints; the runs up to date go into ``prepared`` as reused."""
-    stale: list[tuple[Path, Path, str]] = []
+) -> list[tuple[Path, Path, str, str]]:
+    """Runs to redo, each with its events folder, full input and listing fingerprints; the
+    runs up to date go into ``prepared`` as reused."""
+    stale: list[tuple[Path, Path, str, str]] = []
     tasks_digest = tasks_fingerprint(tasks_root) if tasks_root is not None and raw_runs else None
-    listings: dict[Path, str] = {}
     for run in sorted(raw_runs):
         events_dir = (out_root / run.name if out_root else run) / EVENTS_DIRNAME
         measure = input_fingerprint if verify else listing_fingerprint
@@ -427,12 +414,12 @@ def _stale_runs(
             prepared.events_dirs.append(events_dir)
             continue
         # redone: both fingerprints as they are before the run is read
-        listings[run] = (
+        full = input_fingerprint(run, tasks_root, k, tasks_digest=tasks_digest)
+        listing = (
             listing_fingerprint(run, tasks_root, k, tasks_digest=tasks_digest) if verify else found
         )
-        full = input_fingerprint(run, tasks_root, k, tasks_digest=tasks_digest)
-        stale.append((run, events_dir, full))
-    return stale, listings
+        stale.append((run, events_dir, full, listing))
+    return stale
 
 
 #: Why a run that gave no document was not evaluated.
@@ -457,10 +444,6 @@ def _normalize_and_evaluate(
         return normalize_many(runs, tasks_root, mapper=mapper, out=out_root, k=k)
 
 
-def _path(value: str | os.PathLike[str] | None) -> Path | None:
-    return None if value is None else Path(value)
-
-
 # --------------------------------------------------------------------------- reading
 
 
@@ -475,19 +458,14 @@ def documents_events(
     """
     mapping = config_families(config_map)
     event_data: list[tuple[Any, ...]] = []
-    trials: list[dict[str, Any]] = []
+    trials: list[tuple[str, str, bool]] = []
     for position, doc in enumerate(documents):
         prov = doc["provenance"]
         config = str(prov["config_name"])
         family = mapping.get(config.lower(), config)
         trial_id = f"{prov['run_id']}/{config}/{prov['task_name']}/{position}"
-        trials.append(
-            {
-                "trial_id": trial_id,
-                "config_family": family,
-                "has_ground_truth": bool((doc.get("coverage") or {}).get("has_ground_truth")),
-            }
-        )
+        has_truth = bool((doc.get("coverage") or {}).get("has_ground_truth"))
+        trials.append((trial_id, family, has_truth))
         event_data.extend(event_rows(doc, trial_id, family))
     events = pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
     trials_frame = pd.DataFrame(trials, columns=["trial_id", "config_family", "has_ground_truth"])
@@ -553,26 +531,20 @@ def read_evaluated(
                 )
             seen_runs[run_id] = events_dir
         stored = _stored_rows(events_dir, table, mapping)
-        details: Any
-        if stored is None:
-            details, run_events = _decoded_rows(events_dir, table, mapping, exclusions)
-        else:
-            details, run_events = stored
+        details, run_events = stored or _decoded_rows(events_dir, table, mapping, exclusions)
         event_frames.append(run_events)
         extra = pd.DataFrame(details, index=table.index)
         # a column the metrics table already carries is taken from the table
         extra = extra.drop(columns=[c for c in extra.columns if c in table.columns])
         merged = pd.concat([extra, table], axis=1)
         frames.append(merged[merged["_ok"]].drop(columns="_ok"))
-        for _, invalid in _invalid_documents(events_dir).iterrows():
-            exclusions.append({str(k): v for k, v in invalid.items()})
+        exclusions.extend(_invalid_documents(events_dir))
     trials = pd.concat(frames, ignore_index=True, sort=False) if frames else pd.DataFrame()
     if trials.empty:
         raise InputError("the study has no readable trial")
     trials = trials.sort_values(
         ["run_id", "config_name", "task_name", "trial_id"], kind="mergesort"
-    )
-    trials = trials.reset_index(drop=True)
+    ).reset_index(drop=True)
     for column in DOCUMENT_COLUMNS:
         if column not in trials.columns:
             trials[column] = None
@@ -718,7 +690,7 @@ def _decoded_rows(
     return details, pd.DataFrame.from_records(event_data, columns=list(EVENT_COLUMNS))
 
 
-def _invalid_documents(events_dir: Path) -> pd.DataFrame:
+def _invalid_documents(events_dir: Path) -> list[dict[str, Any]]:
     """Trials a run lost: input entries its normalisation left out and documents its
     evaluation could not load (run summary), and trials whose normalisation failed
     (recorded by :func:`prepare_runs`)."""
@@ -743,7 +715,7 @@ def _invalid_documents(events_dir: Path) -> pd.DataFrame:
         for item in counts.get("invalid_documents") or []
     ]
     rows += [(item.get("trial"), "normalize", item.get("error")) for item in failed or []]
-    return pd.DataFrame(
-        [(run_id, f"{run_id}/{name}", stage, reason) for name, stage, reason in rows],
-        columns=["run_id", "trial_id", "stage", "reason"],
-    )
+    return [
+        {"run_id": run_id, "trial_id": f"{run_id}/{name}", "stage": stage, "reason": reason}
+        for name, stage, reason in rows
+    ]
