@@ -52,11 +52,8 @@ Other rules:
   ``csb_sdlc_design/<task>``) each relative file is taken from the first folder (in the
   order given) that has it. Nothing is cached: every call reads the files again.
 
-Reading paths out of texts (the diffs of sources 4 and 5, the prose of source 6) is
-:mod:`retrieval_lib.task_text`.
-
-Why one module of this length: one short reader per source of the chain above, in its
-order, plus the per-process cache of the chain's result.
+One short reader per source, in chain order, plus a per-process cache of the result;
+reading paths out of texts (diffs, prose) is :mod:`retrieval_lib.task_text`.
 """
 
 from __future__ import annotations
@@ -190,7 +187,7 @@ class _TaskFiles:
         for folder in self.dirs:
             try:
                 self.listed.append(folder)
-                names = self._list(folder, "", warnings)
+                names = self._list(folder, "")
             except OSError as exc:
                 raise GroundTruthError(
                     f"task folder {folder} cannot be read: {exc.strerror or exc}"
@@ -199,13 +196,12 @@ class _TaskFiles:
                 if sub in names:
                     try:
                         self.listed.append(folder / sub)
-                        names |= self._list(folder / sub, sub + "/", warnings)
+                        names |= self._list(folder / sub, sub + "/")
                     except OSError as exc:
                         warnings.append(f"{sub}/ cannot be listed ({exc.strerror or exc})")
             self.listing.append(names)
 
-    @staticmethod
-    def _list(folder: Path, prefix: str, warnings: list[str]) -> set[str]:
+    def _list(self, folder: Path, prefix: str) -> set[str]:
         """File names (and bare sub-folder names) directly in ``folder``.
 
         An entry that cannot be inspected (a symlink loop) or is neither a regular file
@@ -226,9 +222,9 @@ class _TaskFiles:
                     mode = os.stat(entry.path).st_mode
                 except OSError as exc:
                     reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror
-                    warnings.append(f"{prefix}{entry.name} skipped ({reason or exc})")
+                    self.warnings.append(f"{prefix}{entry.name} skipped ({reason or exc})")
                     continue
-                warnings.append(f"{prefix}{entry.name} skipped ({file_kind(mode)}, not read)")
+                self.warnings.append(f"{prefix}{entry.name} skipped ({file_kind(mode)}, not read)")
         return names
 
     def find(self, relative: str) -> Path | None:
@@ -459,18 +455,14 @@ def _confidence(value: Any, default: str) -> str:
 def _from_ground_truth_json(
     data: Any, relative: str, default_confidence: str, warnings: list[str]
 ) -> _Candidate:
-    candidate = _Candidate(source=relative, confidence=default_confidence)
     if isinstance(data, list):
-        candidate.files = _keys_from_entries(data, relative, warnings)
-        return candidate
+        files = _keys_from_entries(data, relative, warnings)
+        return _Candidate(source=relative, confidence=default_confidence, files=files)
     if not isinstance(data, dict):
         warnings.append(f"{relative}: expected an object or a list, got {type(data).__name__}")
-        return candidate
-    candidate.confidence = _confidence(data.get("confidence"), default_confidence)
-    if "files" in data and data["files"] is None:
-        warnings.append(f"{relative}: files is null; no file list")
-    candidate.files = _keys_from_entries(data.get("files", []), relative, warnings)
-    candidate.symbols = _symbols_from(data.get("symbols"))
+        return _Candidate(source=relative, confidence=default_confidence)
+    confidence = _confidence(data.get("confidence"), default_confidence)
+    candidate = _from_oracle(data, relative, confidence, warnings)
     candidate.chunks = _chunks_from(data.get("chunks"), relative, warnings)
     if "files" not in data:
         # dependency-chain tasks: {"steps": [{"repo", "file", "line", ...}]}
@@ -488,10 +480,10 @@ def _from_ground_truth_json(
 
 
 def _from_oracle(data: Any, relative: str, confidence: str, warnings: list[str]) -> _Candidate:
+    """``files`` and ``symbols`` of an object (``oracle_answer*.json``, ``ground_truth.json``)."""
     candidate = _Candidate(source=relative, confidence=confidence)
     if not isinstance(data, dict):
-        if data is not None:
-            warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
+        warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
         return candidate
     if "files" in data and data["files"] is None:
         warnings.append(f"{relative}: files is null; no file list")
@@ -503,8 +495,7 @@ def _from_oracle(data: Any, relative: str, confidence: str, warnings: list[str])
 def _from_task_spec(data: Any, relative: str, warnings: list[str]) -> _Candidate:
     candidate = _Candidate(source=relative, confidence="high")
     if not isinstance(data, dict):
-        if data is not None:
-            warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
+        warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
         return candidate
     artifacts = data.get("artifacts")
     oracle = artifacts.get("oracle") if isinstance(artifacts, dict) else None
@@ -537,13 +528,10 @@ def _from_changes(data: Any, relative: str, warnings: list[str]) -> _Candidate:
     return candidate
 
 
-def _from_diff_text(
-    text: str, relative: str, confidence: str, warnings: list[str] | None = None
-) -> _Candidate:
+def _from_diff_text(text: str, relative: str, confidence: str, warnings: list[str]) -> _Candidate:
     problems: list[str] = []
     files, chunks = parse_unified_diff(text, problems)
-    if warnings is not None:
-        warnings.extend(f"{relative}: {problem}" for problem in problems)
+    warnings.extend(f"{relative}: {problem}" for problem in problems)
     return _Candidate(
         source=relative,
         confidence=confidence,
@@ -568,14 +556,16 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     if meta is not None and not isinstance(meta, dict):
         warnings.append(f"{_GT_META}: expected an object; ignored")
         meta = None
-    curator_confidence = _confidence((meta or {}).get("ground_truth_confidence"), "medium")
     raw_confidence = (meta or {}).get("ground_truth_confidence")
+    curator_confidence = _confidence(raw_confidence, "medium")
     if raw_confidence is not None and _confidence(raw_confidence, "") == "":
         warnings.append(
             f"{_GT_META}: unknown ground_truth_confidence {describe_value(raw_confidence)}; "
             "using 'medium'"
         )
-    curator_origin = (meta or {}).get("ground_truth_source") if meta else None
+    curator_origin = (meta or {}).get("ground_truth_source")
+    if not isinstance(curator_origin, str):
+        curator_origin = None
     curator_files_seen = False
 
     data = files.read_json(_GT_JSON)
@@ -587,7 +577,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
         curator_files_seen = True
         candidate = _from_ground_truth_json(data, _GT_AGENT, curator_confidence, warnings)
         candidate.confidence = curator_confidence  # the meta, not the file, rates the curator
-        candidate.origin = curator_origin if isinstance(curator_origin, str) else None
+        candidate.origin = curator_origin
         if candidate.confidence != "high":
             candidate.edit_files = None  # edit files only from high-confidence sources
         yield candidate
@@ -607,7 +597,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
         if data is not None:
             curator_files_seen = True
             candidate = _from_oracle(data, relative, curator_confidence, warnings)
-            candidate.origin = curator_origin if isinstance(curator_origin, str) else None
+            candidate.origin = curator_origin
             yield candidate
 
     if meta is not None and not curator_files_seen:
@@ -617,13 +607,10 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
             "continuing down the chain"
         )
 
-    data = files.read_json(_DEFECTS)
-    if data is not None:
-        yield _from_defects(data, _DEFECTS, warnings)
-
-    data = files.read_json(_CHANGES)
-    if data is not None:
-        yield _from_changes(data, _CHANGES, warnings)
+    for relative, read in ((_DEFECTS, _from_defects), (_CHANGES, _from_changes)):
+        data = files.read_json(relative)
+        if data is not None:
+            yield read(data, relative, warnings)
 
     for relative in _PATCHES:
         text = files.read_text(relative)
@@ -646,13 +633,6 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     text = files.read_text(_TEST_SH)
     if text is not None:
         yield _Candidate(_TEST_SH, "low", files=extract_paths_from_text(text))
-
-
-def _is_edit_source(candidate: _Candidate) -> bool:
-    """High-confidence edit lists, plus the gold patch of solve.sh (a patch-based reference)."""
-    if not candidate.edit_files:
-        return False
-    return candidate.confidence == "high" or candidate.source == _SOLVE
 
 
 def _relative_dir(folder: Path, tasks_root: Path | None) -> str:
@@ -728,7 +708,12 @@ def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTru
     symbol_fallback: list[dict[str, Any]] = []
     edit_source: _Candidate | None = None
     for candidate in _candidates(files, warnings):
-        if edit_source is None and _is_edit_source(candidate):
+        # edit lists of high confidence, and the gold patch of solve.sh (a patch reference)
+        if (
+            edit_source is None
+            and candidate.edit_files
+            and (candidate.confidence == "high" or candidate.source == _SOLVE)
+        ):
             edit_source = candidate
         if not symbol_fallback and candidate.symbols:
             symbol_fallback = candidate.symbols
@@ -756,7 +741,7 @@ def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTru
         result.chunks = _dedupe_chunks(chunks) or None
     else:
         result.symbols = _dedupe_symbols(symbol_fallback)
-    if edit_source is not None and edit_source.edit_files:
+    if edit_source is not None:
         result.expected_edit_files = sorted(set(edit_source.edit_files))
     result.warnings = warnings
     return result, [*files.listed, *dict.fromkeys(files.read_paths)]
