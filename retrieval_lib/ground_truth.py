@@ -308,22 +308,17 @@ class _TaskFiles:
 # --------------------------------------------------------------------------- entries
 
 
+def _first_text(entry: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` whose value is a string."""
+    return next((entry[k] for k in keys if isinstance(entry.get(k), str)), None)
+
+
 def _entry_path_and_repo(entry: Any) -> tuple[str | None, str | None]:
     if isinstance(entry, str):
         return entry, None
     if isinstance(entry, dict):
-        path = next(
-            (
-                entry[k]
-                for k in ("path", "file", "filename", "file_path", "filepath")
-                if isinstance(entry.get(k), str)
-            ),
-            None,
-        )
-        repo = next(
-            (entry[k] for k in ("repo", "repository") if isinstance(entry.get(k), str)), None
-        )
-        return path, repo or None
+        path = _first_text(entry, ("path", "file", "filename", "file_path", "filepath"))
+        return path, _first_text(entry, ("repo", "repository")) or None
     return None, None
 
 
@@ -424,14 +419,7 @@ def _chunks_from(entries: Any, relative: str, warnings: list[str]) -> list[dict[
         end = start if end is None else end
         if end < start:
             start, end = end, start
-        annotation = next(
-            (
-                entry[k]
-                for k in ("annotation", "defect_type", "description")
-                if isinstance(entry.get(k), str)
-            ),
-            None,
-        )
+        annotation = _first_text(entry, ("annotation", "defect_type", "description"))
         chunks.append({"file": key, "line_start": start, "line_end": end, "annotation": annotation})
     if skipped:
         warnings.append(f"{relative}: skipped {skipped} line range(s) without file or start line")
