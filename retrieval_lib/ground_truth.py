@@ -729,7 +729,7 @@ def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTru
         result.chunks = _dedupe_chunks(chunks) or None
     else:
         result.symbols = _dedupe_symbols(symbol_fallback)
-    if edit_source is not None:
+    if edit_source is not None and edit_source.edit_files:
         result.expected_edit_files = sorted(set(edit_source.edit_files))
     result.warnings = warnings
     return result, [*files.listed, *dict.fromkeys(files.read_paths)]
@@ -785,9 +785,7 @@ def load_ground_truth_cached(
 
     The result is kept with a fingerprint (inode, size, modification and change times)
     of the folders listed (each task folder, its ``tests/`` and ``solution/``) and every
-    file read (a file added, removed or renamed changes its folder's times; a file
-    rewritten in place changes its own);
-    a later call re-reads the task only when a fingerprint differs (a file added, removed,
+    file read; a later call re-reads the task only when it differs (a file added, removed,
     renamed or rewritten). A task changed within the last two seconds is not kept, so a
     change within the file system's timestamp granularity is never missed. Errors (a
     folder that cannot be listed) are raised every time, never cached.
