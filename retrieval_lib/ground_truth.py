@@ -335,10 +335,7 @@ def _keys_from_entries(entries: Any, relative: str, warnings: list[str]) -> list
         if raw is None:
             dropped.append(repr(entry)[:40])
             continue
-        if is_placeholder(raw):
-            dropped.append(repr(raw))
-            continue
-        key = normalize_path(raw, repo=repo)
+        key = None if is_placeholder(raw) else normalize_path(raw, repo=repo)
         if key is None:
             dropped.append(repr(raw))
             continue
