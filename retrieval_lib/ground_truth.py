@@ -527,12 +527,11 @@ def _from_diff_text(text: str, relative: str, confidence: str, warnings: list[st
 
 
 def _meta_note(meta: dict[str, Any]) -> str:
-    parts = [
+    return ", ".join(
         f"{key}={meta[key] if isinstance(meta[key], str) else describe_value(meta[key])}"
         for key in ("ground_truth_source", "ground_truth_confidence", "files_count")
         if key in meta
-    ]
-    return ", ".join(parts)
+    )
 
 
 def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:

@@ -145,9 +145,7 @@ def repo_short_name(repo: str) -> str:
     name = repo.strip().strip(_QUOTE_CHARS).replace("\\", "/").lower()
     name = name.split("://", 1)[-1].rstrip("/")
     name = name.rsplit("/", 1)[-1]
-    name = name.split("@", 1)[0]
-    if name.endswith(".git"):
-        name = name[: -len(".git")]
+    name = name.split("@", 1)[0].removesuffix(".git")
     return _COMMIT_SUFFIX_RE.sub("", name)
 
 
