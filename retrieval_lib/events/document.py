@@ -80,9 +80,8 @@ EVENT_COLUMNS = (
 )
 
 
-@functools.lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
-    """Return the JSON Schema of the document (shipped in the package)."""
+    """Return the JSON Schema of the document (shipped in the package; read once)."""
     schema: dict[str, Any] = load_package_json(
         "retrieval_lib.events", "schema/retrieval_events.schema.json"
     )
