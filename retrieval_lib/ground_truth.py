@@ -359,9 +359,7 @@ def _symbols_from(entries: Any) -> list[dict[str, Any]]:
             name = entry.get("symbol") or entry.get("name")
             if not isinstance(name, str) or not name.strip():
                 continue
-            raw_file, repo = _entry_path_and_repo(
-                {k: v for k, v in entry.items() if k not in ("name", "symbol")}
-            )
+            raw_file, repo = _entry_path_and_repo(entry)  # reads no "name" or "symbol"
             file_key = normalize_path(raw_file) if raw_file else None
             symbols.append({"file": file_key, "symbol": name.strip(), "repo": repo})
     return symbols

@@ -64,8 +64,6 @@ def json_safe(value: Any, ndigits: int | None = None) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         with contextlib.suppress(ValueError, AttributeError):
             value = value.item()
-    if isinstance(value, bool) or value is None:
-        return value
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return None
