@@ -202,12 +202,9 @@ class _TaskFiles:
             self.listing.append(names)
 
     def _list(self, folder: Path, prefix: str) -> set[str]:
-        """File names (and bare sub-folder names) directly in ``folder``.
-
-        An entry that cannot be inspected (a symlink loop) or is neither a regular file
-        nor a folder (a FIFO, a device, a symlink to nothing) is skipped with a warning
-        naming it; its siblings are still listed.
-        """
+        """File names (and bare sub-folder names) directly in ``folder``; an entry that
+        cannot be inspected (a symlink loop) or is neither a regular file nor a folder (a
+        FIFO, a symlink to nothing) is skipped with a warning, its siblings still listed."""
         names: set[str] = set()
         with os.scandir(folder) as entries:
             for entry in entries:
