@@ -52,11 +52,8 @@ Other rules:
   ``csb_sdlc_design/<task>``) each relative file is taken from the first folder (in the
   order given) that has it. Nothing is cached: every call reads the files again.
 
-Reading paths out of texts (the diffs of sources 4 and 5, the prose of source 6) is
-:mod:`retrieval_lib.task_text`.
-
-Why one module of this length: one short reader per source of the chain above, in its
-order, plus the per-process cache of the chain's result.
+One short reader per source, in chain order, plus a per-process cache of the result;
+reading paths out of texts (diffs, prose) is :mod:`retrieval_lib.task_text`.
 """
 
 from __future__ import annotations
@@ -190,7 +187,7 @@ class _TaskFiles:
         for folder in self.dirs:
             try:
                 self.listed.append(folder)
-                names = self._list(folder, "", warnings)
+                names = self._list(folder, "")
             except OSError as exc:
                 raise GroundTruthError(
                     f"task folder {folder} cannot be read: {exc.strerror or exc}"
@@ -199,19 +196,15 @@ class _TaskFiles:
                 if sub in names:
                     try:
                         self.listed.append(folder / sub)
-                        names |= self._list(folder / sub, sub + "/", warnings)
+                        names |= self._list(folder / sub, sub + "/")
                     except OSError as exc:
                         warnings.append(f"{sub}/ cannot be listed ({exc.strerror or exc})")
             self.listing.append(names)
 
-    @staticmethod
-    def _list(folder: Path, prefix: str, warnings: list[str]) -> set[str]:
-        """File names (and bare sub-folder names) directly in ``folder``.
-
-        An entry that cannot be inspected (a symlink loop) or is neither a regular file
-        nor a folder (a FIFO, a device, a symlink to nothing) is skipped with a warning
-        naming it; its siblings are still listed.
-        """
+    def _list(self, folder: Path, prefix: str) -> set[str]:
+        """File names (and bare sub-folder names) directly in ``folder``; an entry that
+        cannot be inspected (a symlink loop) or is neither a regular file nor a folder (a
+        FIFO, a symlink to nothing) is skipped with a warning, its siblings still listed."""
         names: set[str] = set()
         with os.scandir(folder) as entries:
             for entry in entries:
@@ -226,9 +219,9 @@ class _TaskFiles:
                     mode = os.stat(entry.path).st_mode
                 except OSError as exc:
                     reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror
-                    warnings.append(f"{prefix}{entry.name} skipped ({reason or exc})")
+                    self.warnings.append(f"{prefix}{entry.name} skipped ({reason or exc})")
                     continue
-                warnings.append(f"{prefix}{entry.name} skipped ({file_kind(mode)}, not read)")
+                self.warnings.append(f"{prefix}{entry.name} skipped ({file_kind(mode)}, not read)")
         return names
 
     def find(self, relative: str) -> Path | None:
@@ -312,22 +305,17 @@ class _TaskFiles:
 # --------------------------------------------------------------------------- entries
 
 
+def _first_text(entry: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The value of the first of ``keys`` whose value is a string."""
+    return next((entry[k] for k in keys if isinstance(entry.get(k), str)), None)
+
+
 def _entry_path_and_repo(entry: Any) -> tuple[str | None, str | None]:
     if isinstance(entry, str):
         return entry, None
     if isinstance(entry, dict):
-        path = next(
-            (
-                entry[k]
-                for k in ("path", "file", "filename", "file_path", "filepath")
-                if isinstance(entry.get(k), str)
-            ),
-            None,
-        )
-        repo = next(
-            (entry[k] for k in ("repo", "repository") if isinstance(entry.get(k), str)), None
-        )
-        return path, repo or None
+        path = _first_text(entry, ("path", "file", "filename", "file_path", "filepath"))
+        return path, _first_text(entry, ("repo", "repository")) or None
     return None, None
 
 
@@ -344,10 +332,7 @@ def _keys_from_entries(entries: Any, relative: str, warnings: list[str]) -> list
         if raw is None:
             dropped.append(repr(entry)[:40])
             continue
-        if is_placeholder(raw):
-            dropped.append(repr(raw))
-            continue
-        key = normalize_path(raw, repo=repo)
+        key = None if is_placeholder(raw) else normalize_path(raw, repo=repo)
         if key is None:
             dropped.append(repr(raw))
             continue
@@ -371,9 +356,7 @@ def _symbols_from(entries: Any) -> list[dict[str, Any]]:
             name = entry.get("symbol") or entry.get("name")
             if not isinstance(name, str) or not name.strip():
                 continue
-            raw_file, repo = _entry_path_and_repo(
-                {k: v for k, v in entry.items() if k not in ("name", "symbol")}
-            )
+            raw_file, repo = _entry_path_and_repo(entry)  # reads no "name" or "symbol"
             file_key = normalize_path(raw_file) if raw_file else None
             symbols.append({"file": file_key, "symbol": name.strip(), "repo": repo})
     return symbols
@@ -428,14 +411,7 @@ def _chunks_from(entries: Any, relative: str, warnings: list[str]) -> list[dict[
         end = start if end is None else end
         if end < start:
             start, end = end, start
-        annotation = next(
-            (
-                entry[k]
-                for k in ("annotation", "defect_type", "description")
-                if isinstance(entry.get(k), str)
-            ),
-            None,
-        )
+        annotation = _first_text(entry, ("annotation", "defect_type", "description"))
         chunks.append({"file": key, "line_start": start, "line_end": end, "annotation": annotation})
     if skipped:
         warnings.append(f"{relative}: skipped {skipped} line range(s) without file or start line")
@@ -459,18 +435,14 @@ def _confidence(value: Any, default: str) -> str:
 def _from_ground_truth_json(
     data: Any, relative: str, default_confidence: str, warnings: list[str]
 ) -> _Candidate:
-    candidate = _Candidate(source=relative, confidence=default_confidence)
     if isinstance(data, list):
-        candidate.files = _keys_from_entries(data, relative, warnings)
-        return candidate
+        files = _keys_from_entries(data, relative, warnings)
+        return _Candidate(source=relative, confidence=default_confidence, files=files)
     if not isinstance(data, dict):
         warnings.append(f"{relative}: expected an object or a list, got {type(data).__name__}")
-        return candidate
-    candidate.confidence = _confidence(data.get("confidence"), default_confidence)
-    if "files" in data and data["files"] is None:
-        warnings.append(f"{relative}: files is null; no file list")
-    candidate.files = _keys_from_entries(data.get("files", []), relative, warnings)
-    candidate.symbols = _symbols_from(data.get("symbols"))
+        return _Candidate(source=relative, confidence=default_confidence)
+    confidence = _confidence(data.get("confidence"), default_confidence)
+    candidate = _from_oracle(data, relative, confidence, warnings)
     candidate.chunks = _chunks_from(data.get("chunks"), relative, warnings)
     if "files" not in data:
         # dependency-chain tasks: {"steps": [{"repo", "file", "line", ...}]}
@@ -488,10 +460,10 @@ def _from_ground_truth_json(
 
 
 def _from_oracle(data: Any, relative: str, confidence: str, warnings: list[str]) -> _Candidate:
+    """``files`` and ``symbols`` of an object (``oracle_answer*.json``, ``ground_truth.json``)."""
     candidate = _Candidate(source=relative, confidence=confidence)
     if not isinstance(data, dict):
-        if data is not None:
-            warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
+        warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
         return candidate
     if "files" in data and data["files"] is None:
         warnings.append(f"{relative}: files is null; no file list")
@@ -503,8 +475,7 @@ def _from_oracle(data: Any, relative: str, confidence: str, warnings: list[str])
 def _from_task_spec(data: Any, relative: str, warnings: list[str]) -> _Candidate:
     candidate = _Candidate(source=relative, confidence="high")
     if not isinstance(data, dict):
-        if data is not None:
-            warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
+        warnings.append(f"{relative}: expected an object, got {type(data).__name__}")
         return candidate
     artifacts = data.get("artifacts")
     oracle = artifacts.get("oracle") if isinstance(artifacts, dict) else None
@@ -537,13 +508,10 @@ def _from_changes(data: Any, relative: str, warnings: list[str]) -> _Candidate:
     return candidate
 
 
-def _from_diff_text(
-    text: str, relative: str, confidence: str, warnings: list[str] | None = None
-) -> _Candidate:
+def _from_diff_text(text: str, relative: str, confidence: str, warnings: list[str]) -> _Candidate:
     problems: list[str] = []
     files, chunks = parse_unified_diff(text, problems)
-    if warnings is not None:
-        warnings.extend(f"{relative}: {problem}" for problem in problems)
+    warnings.extend(f"{relative}: {problem}" for problem in problems)
     return _Candidate(
         source=relative,
         confidence=confidence,
@@ -554,12 +522,11 @@ def _from_diff_text(
 
 
 def _meta_note(meta: dict[str, Any]) -> str:
-    parts = [
+    return ", ".join(
         f"{key}={meta[key] if isinstance(meta[key], str) else describe_value(meta[key])}"
         for key in ("ground_truth_source", "ground_truth_confidence", "files_count")
         if key in meta
-    ]
-    return ", ".join(parts)
+    )
 
 
 def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
@@ -568,14 +535,16 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     if meta is not None and not isinstance(meta, dict):
         warnings.append(f"{_GT_META}: expected an object; ignored")
         meta = None
-    curator_confidence = _confidence((meta or {}).get("ground_truth_confidence"), "medium")
     raw_confidence = (meta or {}).get("ground_truth_confidence")
+    curator_confidence = _confidence(raw_confidence, "medium")
     if raw_confidence is not None and _confidence(raw_confidence, "") == "":
         warnings.append(
             f"{_GT_META}: unknown ground_truth_confidence {describe_value(raw_confidence)}; "
             "using 'medium'"
         )
-    curator_origin = (meta or {}).get("ground_truth_source") if meta else None
+    curator_origin = (meta or {}).get("ground_truth_source")
+    if not isinstance(curator_origin, str):
+        curator_origin = None
     curator_files_seen = False
 
     data = files.read_json(_GT_JSON)
@@ -587,7 +556,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
         curator_files_seen = True
         candidate = _from_ground_truth_json(data, _GT_AGENT, curator_confidence, warnings)
         candidate.confidence = curator_confidence  # the meta, not the file, rates the curator
-        candidate.origin = curator_origin if isinstance(curator_origin, str) else None
+        candidate.origin = curator_origin
         if candidate.confidence != "high":
             candidate.edit_files = None  # edit files only from high-confidence sources
         yield candidate
@@ -607,7 +576,7 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
         if data is not None:
             curator_files_seen = True
             candidate = _from_oracle(data, relative, curator_confidence, warnings)
-            candidate.origin = curator_origin if isinstance(curator_origin, str) else None
+            candidate.origin = curator_origin
             yield candidate
 
     if meta is not None and not curator_files_seen:
@@ -617,13 +586,10 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
             "continuing down the chain"
         )
 
-    data = files.read_json(_DEFECTS)
-    if data is not None:
-        yield _from_defects(data, _DEFECTS, warnings)
-
-    data = files.read_json(_CHANGES)
-    if data is not None:
-        yield _from_changes(data, _CHANGES, warnings)
+    for relative, read in ((_DEFECTS, _from_defects), (_CHANGES, _from_changes)):
+        data = files.read_json(relative)
+        if data is not None:
+            yield read(data, relative, warnings)
 
     for relative in _PATCHES:
         text = files.read_text(relative)
@@ -646,13 +612,6 @@ def _candidates(files: _TaskFiles, warnings: list[str]) -> Iterable[_Candidate]:
     text = files.read_text(_TEST_SH)
     if text is not None:
         yield _Candidate(_TEST_SH, "low", files=extract_paths_from_text(text))
-
-
-def _is_edit_source(candidate: _Candidate) -> bool:
-    """High-confidence edit lists, plus the gold patch of solve.sh (a patch-based reference)."""
-    if not candidate.edit_files:
-        return False
-    return candidate.confidence == "high" or candidate.source == _SOLVE
 
 
 def _relative_dir(folder: Path, tasks_root: Path | None) -> str:
@@ -728,7 +687,12 @@ def _load(task_dirs: Sequence[Path], tasks_root: Path | None) -> tuple[GroundTru
     symbol_fallback: list[dict[str, Any]] = []
     edit_source: _Candidate | None = None
     for candidate in _candidates(files, warnings):
-        if edit_source is None and _is_edit_source(candidate):
+        # edit lists of high confidence, and the gold patch of solve.sh (a patch reference)
+        if (
+            edit_source is None
+            and candidate.edit_files
+            and (candidate.confidence == "high" or candidate.source == _SOLVE)
+        ):
             edit_source = candidate
         if not symbol_fallback and candidate.symbols:
             symbol_fallback = candidate.symbols
@@ -812,9 +776,7 @@ def load_ground_truth_cached(
 
     The result is kept with a fingerprint (inode, size, modification and change times)
     of the folders listed (each task folder, its ``tests/`` and ``solution/``) and every
-    file read (a file added, removed or renamed changes its folder's times; a file
-    rewritten in place changes its own);
-    a later call re-reads the task only when a fingerprint differs (a file added, removed,
+    file read; a later call re-reads the task only when it differs (a file added, removed,
     renamed or rewritten). A task changed within the last two seconds is not kept, so a
     change within the file system's timestamp granularity is never missed. Errors (a
     folder that cannot be listed) are raised every time, never cached.

@@ -64,8 +64,6 @@ def json_safe(value: Any, ndigits: int | None = None) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         with contextlib.suppress(ValueError, AttributeError):
             value = value.item()
-    if isinstance(value, bool) or value is None:
-        return value
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return None
@@ -122,12 +120,9 @@ def temp_prefix(name: str) -> str:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename).
 
-    The temporary file's name stays within :data:`NAME_MAX` bytes whatever the length of
-    the target's name (:func:`temp_prefix`). It is created with ``O_EXCL`` and mode
-    ``0o666``, so the kernel applies the umask (and a folder's default ACL) exactly as for
-    an ordinary ``open()``; the folder is created only when it is missing (one
-    ``open`` + ``write`` + ``close`` + ``rename`` per file otherwise, the cost that
-    matters when normalise writes one document per trial).
+    The temporary file's name fits :data:`NAME_MAX` (:func:`temp_prefix`); it is created
+    with ``O_EXCL`` and mode ``0o666``, so the umask (and a folder's default ACL) applies
+    as for an ordinary ``open()``. A missing folder is created.
 
     Examples
     --------
@@ -199,10 +194,8 @@ def _open_temporary(target: str) -> tuple[int, str]:
     prefix = os.path.join(folder, temp_prefix(name))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for attempt in range(_TEMP_ATTEMPTS):
-        # 8 random hex digits: the ``.<name>.<random>.tmp`` shape the sweep of orphaned
-        # temporaries (completion.remove_orphaned_temporaries) recognises; ``random`` is
-        # reseeded in a forked child and O_EXCL settles any clash, so no system call
-        # for randomness is needed per file
+        # ``.<name>.<8 hex digits>.tmp``, the shape completion.remove_orphaned_temporaries
+        # sweeps; ``random`` is reseeded in a forked child and O_EXCL settles any clash
         tmp = f"{prefix}{random.getrandbits(32):08x}.tmp"
         try:
             return os.open(tmp, flags, 0o666), tmp
@@ -244,10 +237,8 @@ def now_iso() -> str:
     return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-# The ISO 8601 forms every supported Python reads alike: a date, an optional time (hours,
-# minutes, seconds, any number of fractional digits), an optional ``Z`` or ``+HH[:MM]``.
-# ``datetime.fromisoformat`` alone accepts more on 3.11+ than on 3.10 (``Z``, 7+ digit
-# fractions, ``+HHMM``), so the same trace would parse differently by interpreter.
+# ISO 8601 as every supported Python reads it alike (``fromisoformat`` alone accepts ``Z``,
+# 7+ fraction digits and ``+HHMM`` on 3.11+ only): a date, an optional time, a zone.
 _ISO_TIME = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})"
     r"(?:(?P<sep>[T ])(?P<clock>\d{2}(?::\d{2}(?::\d{2})?)?)(?:[.,](?P<fraction>\d+))?)?"
@@ -255,9 +246,8 @@ _ISO_TIME = re.compile(
 )
 
 
-# The form traces and result.json write (UTC, 0, 3 or 6 fraction digits, ``Z`` or
-# ``+HH:MM``): ``datetime.fromisoformat`` reads it alike on 3.10 to 3.13 once ``Z`` is
-# spelt ``+00:00``, so it needs none of the rewriting below.
+# The form traces and result.json write, which ``fromisoformat`` reads alike on 3.10 to
+# 3.13 once ``Z`` is spelt ``+00:00``: no rewriting needed.
 _PLAIN_ISO_TIME = re.compile(
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}(?:\d{3})?)?(?:Z|[+-]\d{2}:\d{2})",
     re.ASCII,
@@ -320,12 +310,9 @@ def lies_outside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -
 
     The package's one containment check: a trial's files, a trace, a subagent
     trajectory, an output folder. Containment is by whole components (``/a/bc`` is not
-    in ``/a/b``); ``path`` need not exist (the part that does is resolved).
-
-    Cheap in the common case: for a path below ``folder`` by name, only the components
-    below ``folder`` are checked for symlinks (one ``lstat`` each); the full resolution
-    runs only when one is a symlink. A path not below ``folder`` by name, or with ``..``
-    in it, is resolved outright.
+    in ``/a/b``); ``path`` need not exist (the part that does is resolved). A path below
+    ``folder`` by name, without ``..``, is resolved only if a component below ``folder``
+    is a symlink (one ``lstat`` each).
 
     Raises
     ------
@@ -413,12 +400,9 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     leading dots cannot steer a write elsewhere. The result is resolved (symlinks
     followed).
 
-    The resolved folder (``root`` joined with every part but the last) is remembered per
-    process, keyed by the unresolved names and checked on every call by the identity
-    (device, inode) of ``root`` and of that folder, so a folder that now leads elsewhere
-    is resolved again; the last part is ``lstat``-ed and resolved in full only when it is
-    a symlink. One document per trial thus costs three system calls instead of resolving
-    both paths component by component.
+    The resolved folder (``root`` and every part but the last) is remembered per process
+    and checked on each call by the (device, inode) of ``root`` and of that folder; the
+    last part is resolved in full only when it is a symlink (three system calls a call).
 
     Examples
     --------
@@ -482,11 +466,8 @@ def _remember_folder(root: str | os.PathLike[str], parts: list[str], base: Path)
 
 
 class NotRegularFileError(OSError):
-    """An input path that is not a regular file (a FIFO, a device, a socket, a folder).
-
-    An :class:`OSError` whose ``strerror`` says what the path is, so every reader that
-    already reports OS errors names it without a special case.
-    """
+    """An input path that is not a regular file (a FIFO, a device, a socket, a folder);
+    its ``strerror`` says what it is, so readers that report OS errors name it as is."""
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -567,10 +548,8 @@ def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -
             raise NotRegularFileError(
                 errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path)
             )
-        # Unbuffered reads straight from the descriptor: the size fstat gave plus one
-        # byte (to see the end), then on until the end should the file have grown.
-        # O_NONBLOCK means nothing to a regular file; should a file system disagree, the
-        # descriptor is made blocking and the read retried.
+        # fstat's size plus one byte (to see the end), then on should the file have grown;
+        # a file system that applies O_NONBLOCK to a regular file gets a blocking retry
         size = found.st_size
         chunks: list[bytes] = []
         total = 0

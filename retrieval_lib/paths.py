@@ -145,9 +145,7 @@ def repo_short_name(repo: str) -> str:
     name = repo.strip().strip(_QUOTE_CHARS).replace("\\", "/").lower()
     name = name.split("://", 1)[-1].rstrip("/")
     name = name.rsplit("/", 1)[-1]
-    name = name.split("@", 1)[0]
-    if name.endswith(".git"):
-        name = name[: -len(".git")]
+    name = name.split("@", 1)[0].removesuffix(".git")
     return _COMMIT_SUFFIX_RE.sub("", name)
 
 
@@ -391,12 +389,10 @@ class GroundTruthMatcher:
             else:
                 gt_repos.add(repo)
                 qualified.setdefault(path, []).append(key)
+        # a plain path also in the ground truth as a plain key never gets here (rule 1)
         self._qualified_by_path: dict[str, str] = {
             path: keys[0] for path, keys in qualified.items() if len(keys) == 1
         }
-        # plain paths also named by a qualified key are ambiguous for rule 3
-        for path in self._plain_by_path:
-            self._qualified_by_path.pop(path, None)
         self._gt_repos: frozenset[str] = frozenset(gt_repos)
         self._allowed: frozenset[str] | None = (
             frozenset(repo_short_name(r) for r in repos) if repos is not None else None
@@ -420,9 +416,7 @@ class GroundTruthMatcher:
         repo, path = split_key(key)
         if repo is not None:
             plain = self._plain_by_path.get(path)
-            if plain is None:
-                return None
-            if self._gt_repos and not self._gt_repos <= {repo}:
+            if plain is None or (self._gt_repos and not self._gt_repos <= {repo}):
                 return None
             if self._allowed is not None and repo not in self._allowed:
                 return None

@@ -80,9 +80,8 @@ EVENT_COLUMNS = (
 )
 
 
-@functools.lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
-    """Return the JSON Schema of the document (shipped in the package)."""
+    """Return the JSON Schema of the document (shipped in the package; read once)."""
     schema: dict[str, Any] = load_package_json(
         "retrieval_lib.events", "schema/retrieval_events.schema.json"
     )
@@ -91,23 +90,17 @@ def load_schema() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _compiled_validator() -> Any:
-    try:
-        import fastjsonschema
-    except ImportError:  # pragma: no cover - fastjsonschema is a core dependency
-        return None
+    import fastjsonschema
+
     return fastjsonschema.compile(load_schema())
 
 
 @functools.lru_cache(maxsize=1)
 def _quick_check() -> Any:
-    """The sound quick check of the shipped schema (:mod:`retrieval_lib.events.fast_check`),
-    or ``None`` if the schema uses a keyword it does not implement."""
-    from retrieval_lib.events.fast_check import UnsupportedSchema, compile_check
+    """The sound quick check of the shipped schema (:mod:`retrieval_lib.events.fast_check`)."""
+    from retrieval_lib.events.fast_check import compile_check
 
-    try:
-        return compile_check(load_schema())
-    except UnsupportedSchema:  # pragma: no cover - the shipped schema compiles (tested)
-        return None
+    return compile_check(load_schema())  # the shipped schema compiles (tested)
 
 
 def check_version(doc: Any, *, where: str = "document") -> None:
@@ -132,27 +125,14 @@ def validate_document(doc: Any, *, where: str = "document") -> None:
     whatever it cannot vouch for goes to the full validator, which also words the error.
     """
     check_version(doc, where=where)
-    quick = _quick_check()
-    if quick is not None and quick(doc):
+    if _quick_check()(doc):
         return
-    validator = _compiled_validator()
-    if validator is not None:
-        import fastjsonschema
+    import fastjsonschema  # a core dependency
 
-        try:
-            validator(doc)
-            return
-        except fastjsonschema.JsonSchemaValueException as exc:
-            raise SchemaError(f"{where}: {exc.message}") from None
-    import jsonschema  # pragma: no cover - fallback path
-
-    errors = sorted(
-        jsonschema.Draft202012Validator(load_schema()).iter_errors(doc), key=lambda e: e.path
-    )
-    if errors:
-        first = errors[0]
-        location = "/".join(str(p) for p in first.absolute_path) or "(root)"
-        raise SchemaError(f"{where}: at {location}: {first.message}")
+    try:
+        _compiled_validator()(doc)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        raise SchemaError(f"{where}: {exc.message}") from None
 
 
 def minimal_document(*, run_id: str, task_name: str, config_name: str) -> dict[str, Any]:
