@@ -58,7 +58,6 @@ reading paths out of texts (diffs, prose) is :mod:`retrieval_lib.task_text`.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import time
@@ -70,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import GroundTruthError
-from retrieval_lib.io import file_kind, lies_outside, read_regular_bytes
+from retrieval_lib.io import file_kind, lies_outside, os_reason, read_regular_bytes
 from retrieval_lib.paths import GroundTruthMatcher, normalize_path
 from retrieval_lib.runs import without_lone_surrogates
 from retrieval_lib.safe_text import describe_value
@@ -218,8 +217,7 @@ class _TaskFiles:
                         continue
                     mode = os.stat(entry.path).st_mode
                 except OSError as exc:
-                    reason = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror
-                    self.warnings.append(f"{prefix}{entry.name} skipped ({reason or exc})")
+                    self.warnings.append(f"{prefix}{entry.name} skipped ({os_reason(exc)})")
                     continue
                 self.warnings.append(f"{prefix}{entry.name} skipped ({file_kind(mode)}, not read)")
         return names

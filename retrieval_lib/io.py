@@ -37,6 +37,7 @@ __all__ = [
     "json_safe",
     "lies_outside",
     "now_iso",
+    "os_reason",
     "NotRegularFileError",
     "parse_iso_time",
     "read_regular_bytes",
@@ -508,6 +509,22 @@ def file_kind(mode: int) -> str:
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def os_reason(exc: Exception) -> str:
+    """A short reason for an error reaching a path, for messages: a symlink loop named as one.
+
+    Examples
+    --------
+    >>> import errno
+    >>> os_reason(OSError(errno.ELOOP, "Too many levels of symbolic links"))
+    'a symlink loop'
+    >>> os_reason(OSError(errno.EACCES, "Permission denied")), os_reason(ValueError("NUL byte"))
+    ('Permission denied', 'NUL byte')
+    """
+    if getattr(exc, "errno", None) == errno.ELOOP:
+        return "a symlink loop"
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:

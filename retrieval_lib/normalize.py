@@ -27,7 +27,6 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import itertools
 import os
@@ -59,7 +58,7 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
-from retrieval_lib.io import file_kind, lies_outside, parse_iso_time
+from retrieval_lib.io import file_kind, lies_outside, os_reason, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     LeftOut,
@@ -219,9 +218,7 @@ def _trace_size(trial_dir: Path, relative: str, reasons: list[str]) -> int | Non
         reasons.append(f"{relative} is a symlink to nothing; not read")
         return None
     except (OSError, ValueError) as exc:
-        why = "a symlink loop" if getattr(exc, "errno", None) == errno.ELOOP else exc
-        reason = why.strerror if isinstance(why, OSError) and why.strerror else why
-        reasons.append(f"{relative} cannot be read ({reason})")
+        reasons.append(f"{relative} cannot be read ({os_reason(exc)})")
         return None
     if stat.S_ISREG(found.st_mode):
         return found.st_size

@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from retrieval_lib.errors import InputError
-from retrieval_lib.io import finite_number, lies_outside, parse_iso_time, read_regular_bytes
+from retrieval_lib.io import (
+    finite_number,
+    lies_outside,
+    os_reason,
+    parse_iso_time,
+    read_regular_bytes,
+)
 from retrieval_lib.safe_text import describe_value
 
 __all__ = [
@@ -166,13 +172,6 @@ def printable_path(path: str | bytes | os.PathLike[str]) -> str:
     return text
 
 
-def _os_reason(exc: OSError) -> str:
-    """A short reason for an OS error on an entry: a symlink loop is named as one."""
-    if exc.errno == errno.ELOOP:
-        return "a symlink loop"
-    return exc.strerror or str(exc)
-
-
 def _listing(path: str | Path, left_out: LeftOut | None) -> list[os.DirEntry[str]] | None:
     """The entries of ``path``; ``None``, recorded in ``left_out``, when it cannot be listed."""
     try:
@@ -180,7 +179,7 @@ def _listing(path: str | Path, left_out: LeftOut | None) -> list[os.DirEntry[str
             return list(entries)
     except OSError as exc:
         if left_out is not None:
-            left_out.add(path, f"cannot be listed ({_os_reason(exc)})")
+            left_out.add(path, f"cannot be listed ({os_reason(exc)})")
         return None
 
 
@@ -199,7 +198,7 @@ def _subdirs(path: Path, left_out: LeftOut | None = None) -> list[os.DirEntry[st
                 left_out.add(entry.path, _dangling_reason(entry.path))
         except OSError as exc:
             if left_out is not None:
-                left_out.add(entry.path, _os_reason(exc))
+                left_out.add(entry.path, os_reason(exc))
     return sorted(found, key=lambda e: e.name)
 
 
@@ -207,7 +206,7 @@ def _dangling_reason(path: str) -> str:
     try:
         os.stat(path)
     except OSError as exc:
-        reason = _os_reason(exc)
+        reason = os_reason(exc)
         return reason if exc.errno == errno.ELOOP else f"a symlink to nothing ({reason})"
     return "a symlink that cannot be followed"
 
@@ -232,7 +231,7 @@ def _is_trial_dir(path: str, left_out: LeftOut | None = None) -> bool:
                 holds_trials = True
         except OSError as exc:
             if left_out is not None:
-                left_out.add(entry.path, _os_reason(exc))
+                left_out.add(entry.path, os_reason(exc))
     if holds_trials or not has_result:
         return False  # a job or batch folder (it holds trial folders), or nothing
     data, problem = _load_json_object(Path(path), "result.json")

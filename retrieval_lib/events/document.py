@@ -16,7 +16,6 @@ Examples
 
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,7 +26,13 @@ import orjson
 
 from retrieval_lib import EVENTS_SCHEMA_VERSION, __version__
 from retrieval_lib.errors import InputError, SchemaError, UnsupportedSchemaVersion
-from retrieval_lib.io import atomic_write_bytes, load_package_json, read_regular_bytes, safe_join
+from retrieval_lib.io import (
+    atomic_write_bytes,
+    load_package_json,
+    os_reason,
+    read_regular_bytes,
+    safe_join,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -235,7 +240,7 @@ def load_document(path: str | Path, *, validate: bool = True) -> dict[str, Any]:
     try:
         data = read_regular_bytes(p)  # a FIFO or a link to /dev/zero: refused, not read
     except OSError as exc:
-        raise InputError(f"cannot read {p}: {_os_reason(exc)}") from None
+        raise InputError(f"cannot read {p}: {os_reason(exc)}") from None
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -245,12 +250,6 @@ def load_document(path: str | Path, *, validate: bool = True) -> dict[str, Any]:
     else:
         check_version(doc, where=str(p))
     return doc
-
-
-def _os_reason(exc: OSError) -> str:
-    if exc.errno == errno.ELOOP:
-        return "a symlink loop"
-    return exc.strerror or str(exc)
 
 
 def find_documents(paths: Iterable[str | Path]) -> list[Path]:
