@@ -58,6 +58,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +303,17 @@ def make_raw_archive(
             _link_tree(source, run / config / stamp / trial, rewrite)
 
 
+def _made_once(data: Path, make: Callable[[], object]) -> float:
+    """Make a workload's folder once (``data/complete`` marks it made); the seconds it took."""
+    marker = data / "complete"
+    if not marker.is_file():
+        shutil.rmtree(data, ignore_errors=True)
+        started = time.perf_counter()
+        make()
+        marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+    return float(marker.read_text())
+
+
 def raw_archive(sizes: list[int], root: Path, workers: int) -> int:
     """The raw archive workload at each size: ``retrieval-lib study`` from raw run folders
     to HTML; prints and writes ``benchmarks/out/study_raw_archive.json``."""
@@ -308,12 +321,7 @@ def raw_archive(sizes: list[int], root: Path, workers: int) -> int:
     results = []
     for trials in sizes:
         data = root / f"raw_{trials}"
-        marker = data / "complete"
-        if not marker.is_file():
-            shutil.rmtree(data, ignore_errors=True)
-            started = time.perf_counter()
-            make_raw_archive(data, trials, templates)
-            marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+        make_seconds = _made_once(data, partial(make_raw_archive, data, trials, templates))
         reports = root / f"raw_reports_{trials}"
         shutil.rmtree(reports, ignore_errors=True)
         cli = [sys.executable, "-m", "retrieval_lib", "study", str(data / "runs")]
@@ -327,7 +335,7 @@ def raw_archive(sizes: list[int], root: Path, workers: int) -> int:
             "templates": len(templates),
             "runs": len(list((data / "runs").iterdir())),
             "workers": workers,
-            "make_seconds": float(marker.read_text()),
+            "make_seconds": make_seconds,
             "study_wall_seconds": round(wall, 1),
             "study_cpu_seconds": round(cpu, 1),
             "wall_over_cpu": round(wall / cpu, 2) if cpu else None,
@@ -450,12 +458,7 @@ def archive(sizes: list[int], root: Path, *, load_only: bool = False) -> int:
     results = []
     for trials in sizes:
         data = root / f"archive_{trials}"
-        marker = data / "complete"
-        if not marker.is_file():
-            shutil.rmtree(data, ignore_errors=True)
-            started = time.perf_counter()
-            make_archive(data / "runs", trials, templates)
-            marker.write_text(f"{time.perf_counter() - started:.1f}\n")
+        make_seconds = _made_once(data, partial(make_archive, data / "runs", trials, templates))
         if load_only:
             for verify in (False, True):
                 probe = subprocess.run(
@@ -489,7 +492,7 @@ def archive(sizes: list[int], root: Path, *, load_only: bool = False) -> int:
             "trials": trials,
             "tasks": trials // 2,
             "runs": len(list((data / "runs").iterdir())),
-            "make_and_evaluate_seconds": float(marker.read_text()),
+            "make_and_evaluate_seconds": make_seconds,
             "study_wall_seconds": round(float(measured["seconds"]), 1),
             "study_cpu_seconds": round(float(measured["cpu_seconds"]), 1),
             "peak_tree_mb": round(float(measured["peak_tree_mb"])),
