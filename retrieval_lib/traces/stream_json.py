@@ -428,11 +428,10 @@ class _Transcript:
 
     def _merge_usage(self, position: int, usage: dict[str, Any]) -> None:
         """Merge a message line's usage into its message's (field-wise maximum)."""
-        values = [usage.get(name) for name in _USAGE_FIELDS]
-        if not any(type(value) is int for value in values):
-            return
+        counts = [token_count(usage.get(name)) for name in _USAGE_FIELDS]
+        if not any(counts) and not any(type(usage.get(name)) is int for name in _USAGE_FIELDS):
+            return  # no count at all: not a usage
         self.last_usage[position] = usage
-        counts = [token_count(value) for value in values]
         known = self.message_usage[position]
         if known is not None:
             counts = [max(a, b) for a, b in zip(known, counts, strict=True)]
@@ -476,25 +475,24 @@ class _Transcript:
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             return
-        line_results = [
-            block
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "tool_result"
-        ]
         results = self.results
-        for block in line_results:
+        n_results = 0
+        first_id = None
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            n_results += 1
             call_id = block.get("tool_use_id")
             if not isinstance(call_id, str):
                 self.line_warnings.add(f"line {line}: tool_result without tool_use_id, skipped")
-                continue
-            if call_id in results:
+            elif call_id in results:
                 self.duplicate_results += 1
-                continue
-            results[call_id] = (content_text(block.get("content")), block.get("is_error"))
-        if len(line_results) == 1 and "tool_use_result" in obj:
-            call_id = line_results[0].get("tool_use_id")
-            if isinstance(call_id, str):
-                self.structured.setdefault(call_id, obj["tool_use_result"])
+            else:
+                results[call_id] = (content_text(block.get("content")), block.get("is_error"))
+            if n_results == 1:
+                first_id = call_id
+        if n_results == 1 and isinstance(first_id, str) and "tool_use_result" in obj:
+            self.structured.setdefault(first_id, obj["tool_use_result"])
 
     def join_calls(self, warnings: list[str]) -> None:
         """Give the calls their results and running token totals; warn about what is off."""
