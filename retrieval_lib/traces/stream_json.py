@@ -322,6 +322,7 @@ class _Transcript:
         view = memoryview(data)
         size = len(data)
         index = end = -1
+        content_end: int | None = None  # where the last line with content ends
         while end < size:
             start = end + 1
             end = data.find(newline, start)
@@ -353,7 +354,9 @@ class _Transcript:
                     line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
             if error is not None:
                 lines_skipped += 1
-                if not data[end:].strip():  # no content follows: the last line
+                if content_end is None:
+                    content_end = len(data.rstrip())
+                if end >= content_end:
                     truncated = True
                     warnings.append(
                         f"line {index + 1} (last line) is cut off ({error}); "
