@@ -193,7 +193,7 @@ class _Clock:
         self.backwards: list[int] = []
 
     def read(self, value: Any, number: int) -> str | None:
-        """A step's timestamp when it is ISO 8601, else ``None`` (counted when not missing)."""
+        """A step's timestamp when it is ISO 8601, else ``None`` (counted when unreadable)."""
         if value is None:
             return None
         moment = parse_iso_time(value)
