@@ -192,11 +192,19 @@ class _Clock:
         self.unparseable: list[int] = []
         self.backwards: list[int] = []
 
-    def observe(self, moment: datetime, number: int) -> None:
+    def read(self, value: Any, number: int) -> str | None:
+        """A step's timestamp when it is ISO 8601, else ``None`` (counted when unreadable)."""
+        if value is None:
+            return None
+        moment = parse_iso_time(value)
+        if moment is None:
+            self.unparseable.append(number)
+            return None
         if self.latest is not None and moment < self.latest:
             self.backwards.append(number)
         else:
             self.latest = moment
+        return value
 
     def warnings(self) -> list[str]:
         notes = []
@@ -250,47 +258,52 @@ class _TrajectoryParser:
         clock = _Clock()
         current_message: int | None = None
 
+        warnings = self.warnings
         for number, step in enumerate(steps, start=1):
             if not isinstance(step, dict):
-                self.warnings.append(f"step #{number} is not an object, skipped")
+                warnings.append(f"step #{number} is not an object, skipped")
                 continue
-            timestamp = self._timestamp(step.get("timestamp"), number, clock)
+            raw_time = step.get("timestamp")
+            timestamp = clock.read(raw_time, number)
             if started_at is None:
                 started_at = timestamp
-            extra = _object(step, "extra")
             metrics = step.get("metrics")
-            if (
-                step.get("source") == "agent"
-                and isinstance(metrics, dict)
-                and not self._without_usage(metrics, number)
-            ):
-                current_message = usage.add(metrics, number, self.warnings)
+            if isinstance(metrics, dict) and step.get("source") == "agent":
+                position = usage.add(metrics, number, warnings)
+                if position is not None:
+                    current_message = position
 
             tool_calls = step.get("tool_calls")
-            if timestamp is None and step.get("timestamp") is None and tool_calls:
+            if tool_calls and raw_time is None:
                 clock.missing += 1
             if isinstance(tool_calls, list):
+                extra = _object(step, "extra")
+                sidechain = extra.get("is_sidechain")
+                if not isinstance(sidechain, bool):
+                    sidechain = None
                 step_call_ids: list[str] = []
                 for entry in tool_calls:
-                    call = self._tool_call(entry, number, timestamp, extra)
+                    call = self._tool_call(entry, number, timestamp, sidechain)
                     if call is None:
                         continue
-                    if call.call_id is not None and call.call_id in call_ids:
-                        self.warnings.append(
-                            f"step #{number}: tool_call_id {call.call_id} repeated; "
-                            "both calls kept, a result joins to each"
-                        )
-                    if call.call_id is not None:
-                        call_ids.add(call.call_id)
+                    call_id = call.call_id
+                    if call_id is not None:
+                        if call_id in call_ids:
+                            warnings.append(
+                                f"step #{number}: tool_call_id {call_id} repeated; "
+                                "both calls kept, a result joins to each"
+                            )
+                        call_ids.add(call_id)
+                        step_call_ids.append(call_id)
                     call.order = len(calls)
                     calls.append(call)
                     # A call belongs to the latest message seen (its own step's, normally).
                     call_message.append(current_message)
-                    if call.call_id is not None:
-                        step_call_ids.append(call.call_id)
                 self._collect_metadata(extra, step_call_ids, metadata)
 
-            self._take_results(step.get("observation"), number, results, subagent_refs)
+            observation = step.get("observation")
+            if isinstance(observation, dict):
+                self._take_results(observation, number, results, subagent_refs)
 
         self.warnings.extend(clock.warnings())
         self._join_results(calls, results, metadata)
@@ -318,13 +331,13 @@ class _TrajectoryParser:
 
     def _take_results(
         self,
-        observation: Any,
+        observation: dict[str, Any],
         number: int,
         results: dict[str, Any],
         subagent_refs: dict[str, list[Any]],
     ) -> None:
         """A step's observation results by call id (the first wins), and subagent references."""
-        if isinstance(observation, dict) and isinstance(observation.get("results"), list):
+        if isinstance(observation.get("results"), list):
             for result in observation["results"]:
                 if not isinstance(result, dict):
                     continue
@@ -344,37 +357,8 @@ class _TrajectoryParser:
                 if ref:
                     subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
 
-    def _timestamp(self, value: Any, number: int, clock: _Clock) -> str | None:
-        """A step's timestamp when it is ISO 8601 (else ``None``, counted by ``clock``)."""
-        if value is None:
-            return None
-        moment = parse_iso_time(value)
-        if moment is None:
-            clock.unparseable.append(number)
-            return None
-        clock.observe(moment, number)
-        return value
-
-    def _without_usage(self, metrics: dict[str, Any], number: int) -> bool:
-        """True (with a warning) when an agent step's metrics carry no token count at all.
-
-        Such a step is not an API message with zero tokens: counting it as one would add
-        a silent zero and could merge it with another usage-less step.
-        """
-        if (
-            type(metrics.get("prompt_tokens")) is int
-            or type(metrics.get("completion_tokens")) is int
-        ):
-            return False
-        if metrics:
-            self.warnings.append(
-                f"step #{number}: metrics carry no integer prompt_tokens or "
-                "completion_tokens; its usage is unknown"
-            )
-        return True
-
     def _tool_call(
-        self, entry: Any, number: int, timestamp: str | None, extra: dict[str, Any]
+        self, entry: Any, number: int, timestamp: str | None, sidechain: bool | None
     ) -> ToolCall | None:
         if not isinstance(entry, dict):
             self.warnings.append(f"step #{number}: tool call is not an object, skipped")
@@ -397,13 +381,12 @@ class _TrajectoryParser:
                     f"step #{number}: arguments of {name} are not a JSON object, dropped"
                 )
             arguments = {}
-        sidechain = extra.get("is_sidechain")
         return ToolCall(
             call_id=call_id if isinstance(call_id, str) else None,
             name=name,
             arguments=arguments,
             timestamp=timestamp,
-            is_sidechain=sidechain if isinstance(sidechain, bool) else None,
+            is_sidechain=sidechain,
             source="trajectory",
         )
 
@@ -577,15 +560,30 @@ class _MessageUsage:
         self.naive = [0, 0]  # per-step sums of prompt and completion tokens
         self.by_signature: dict[tuple[Any, ...], int] = {}
 
-    def add(self, metrics: dict[str, Any], number: int, warnings: list[str]) -> int:
-        """Take one agent step's metrics; the position of the message it belongs to."""
+    def add(self, metrics: dict[str, Any], number: int, warnings: list[str]) -> int | None:
+        """Take one agent step's metrics; the position of the message it belongs to.
+
+        ``None`` (with a warning) when the metrics carry no token count at all: such a step
+        is not an API message with zero tokens, and counting it as one would add a silent
+        zero and could merge it with another usage-less step.
+        """
+        prompt = metrics.get("prompt_tokens")
+        completion = metrics.get("completion_tokens")
+        if type(prompt) is not int and type(completion) is not int:
+            if metrics:
+                warnings.append(
+                    f"step #{number}: metrics carry no integer prompt_tokens or "
+                    "completion_tokens; its usage is unknown"
+                )
+            return None
         metrics_extra = _object(metrics, "extra")
-        prompt = token_count(metrics.get("prompt_tokens"))
-        completion = token_count(metrics.get("completion_tokens"))
+        prompt = token_count(prompt)
+        completion = token_count(completion)
         cached = token_count(metrics.get("cached_tokens"))
         creation = token_count(metrics_extra.get("cache_creation_input_tokens"))
-        self.naive[0] += prompt
-        self.naive[1] += completion
+        naive = self.naive
+        naive[0] += prompt
+        naive[1] += completion
         cache_read = metrics_extra.get("cache_read_input_tokens")
         if cache_read is not None and token_count_or_none(cache_read) is None:
             # a list, an object, a negative or absurd number: this field only is lost
@@ -595,7 +593,9 @@ class _MessageUsage:
             )
             cache_read = None
         signature = (prompt, cached, creation, cache_read)
-        cost = finite_number(metrics.get("cost_usd"))
+        cost = metrics.get("cost_usd")
+        if cost is not None:
+            cost = finite_number(cost)
         current_message = self.by_signature.get(signature)
         if current_message is None:
             current_message = len(self.tokens)
@@ -609,9 +609,10 @@ class _MessageUsage:
             shape[0] += 1
             if completion != shape[2]:
                 shape[1] = 1
-            tokens[2] = max(tokens[2], completion)
-            known = self.costs[current_message]
+            if completion > tokens[2]:
+                tokens[2] = completion
             if cost is not None:
+                known = self.costs[current_message]
                 self.costs[current_message] = cost if known is None else max(known, cost)
         return current_message
 

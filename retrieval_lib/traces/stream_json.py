@@ -266,13 +266,9 @@ def parse_stream_json(path: str | Path, *, within: str | Path | None = None) -> 
     ('2.1.62', 'transcript.messages(deduplicated)')
     """
     data = read_trace_bytes(path, "transcript", within)
-    # Lines end in "\n" (or "\r\n": JSON ignores the "\r"); a file written with bare
-    # "\r" line ends would otherwise be one line.
-    raw_lines = data.split(b"\n") if b"\n" in data or b"\r" not in data else data.split(b"\r")
-
     warnings: list[str] = []
     transcript = _Transcript()
-    transcript.read(raw_lines, warnings)
+    transcript.read(data, warnings)
     transcript.join_calls(warnings)
     return ParsedTrace(
         source="transcript",
@@ -300,7 +296,7 @@ class _Transcript:
         # [input, cache creation, cache read, output] or None when the message carried none.
         self.message_index: dict[str, int] = {}
         self.message_usage: list[list[int] | None] = []
-        self.last_usage: dict[int, dict[str, Any]] = {}
+        self.last_usage: list[dict[str, Any] | None] = []  # per message, the usage merged last
         self.messages_without_id = 0
         self.tool_uses_without_id = 0
         self.results: dict[str, tuple[str | None, Any]] = {}
@@ -311,7 +307,7 @@ class _Transcript:
         self.init_model: str | None = None
         self.harness_version: str | None = None
 
-    def read(self, raw_lines: list[bytes], warnings: list[str]) -> None:
+    def read(self, data: bytes, warnings: list[str]) -> None:
         """Decode each line and take it by type; count and warn about lines that are not."""
         line_warnings = self.line_warnings
         lines_total = 0
@@ -319,11 +315,22 @@ class _Transcript:
         leading_banner = 0
         seen_json = False
         truncated = False
-        last_content_line = _last_nonblank_index(raw_lines)
-
-        for index, line in enumerate(raw_lines):
-            if not line.startswith(b"{"):
-                stripped = line.strip()
+        # Lines end in "\n" (or "\r\n": JSON ignores the "\r"); a file written with bare
+        # "\r" line ends would otherwise be one line. Lines are decoded from views of
+        # ``data``: splitting it would copy the whole file.
+        newline = b"\n" if b"\n" in data or b"\r" not in data else b"\r"
+        view = memoryview(data)
+        size = len(data)
+        index = end = -1
+        content_end: int | None = None  # where the last line with content ends
+        while end < size:
+            start = end + 1
+            end = data.find(newline, start)
+            if end < 0:
+                end = size
+            index += 1
+            if not data.startswith(b"{", start):
+                stripped = data[start:end].strip()
                 if not stripped:
                     continue
                 if not stripped.startswith(b"{"):
@@ -337,9 +344,9 @@ class _Transcript:
             lines_total += 1
             error: orjson.JSONDecodeError | None = None
             try:
-                obj = orjson.loads(line)
+                obj = orjson.loads(view[start:end])
             except orjson.JSONDecodeError as exc:
-                repaired = loads_repaired(line)
+                repaired = loads_repaired(data[start:end])
                 if repaired is None:
                     error = exc
                 else:
@@ -347,7 +354,9 @@ class _Transcript:
                     line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
             if error is not None:
                 lines_skipped += 1
-                if index == last_content_line:
+                if content_end is None:
+                    content_end = len(data.rstrip())
+                if end >= content_end:
                     truncated = True
                     warnings.append(
                         f"line {index + 1} (last line) is cut off ({error}); "
@@ -398,77 +407,70 @@ class _Transcript:
             return False
         if self.model is None and isinstance(message.get("model"), str):
             self.model = message["model"]
-        position = self._message_position(message)
-        content = message.get("content")
-        if isinstance(content, list):
-            self._add_tool_uses(content, obj.get("parent_tool_use_id"), position, line)
-        return True
-
-    def _message_position(self, message: dict[str, Any]) -> int:
-        """The message's position by id (new ones appended), its usage merged in."""
+        # The message's position by id (new ones appended).
         msg_id = message.get("id")
         position = self.message_index.get(msg_id) if isinstance(msg_id, str) else None
-        message_usage = self.message_usage
         if position is None:
-            position = len(message_usage)
-            message_usage.append(None)
+            position = len(self.message_usage)
+            self.message_usage.append(None)
+            self.last_usage.append(None)
             if isinstance(msg_id, str):
                 self.message_index[msg_id] = position
             else:
                 self.messages_without_id += 1
         usage = message.get("usage")
         # Repeated lines of one message usually repeat its usage verbatim: skip those.
-        if (
-            isinstance(usage, dict)
-            and usage != self.last_usage.get(position)
-            and any(type(usage.get(name)) is int for name in _USAGE_FIELDS)
-        ):
-            self.last_usage[position] = usage
-            counts = [token_count(usage.get(name)) for name in _USAGE_FIELDS]
-            known = message_usage[position]
-            if known is None:
-                message_usage[position] = counts
-            else:
-                message_usage[position] = [max(a, b) for a, b in zip(known, counts, strict=True)]
-        return position
+        if isinstance(usage, dict) and usage != self.last_usage[position]:
+            self._merge_usage(position, usage)
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self._add_tool_use(block, obj.get("parent_tool_use_id"), position, line)
+        return True
 
-    def _add_tool_uses(self, content: list[Any], parent: Any, position: int, line: int) -> None:
-        calls = self.calls
+    def _merge_usage(self, position: int, usage: dict[str, Any]) -> None:
+        """Merge a message line's usage into its message's (field-wise maximum)."""
+        counts = [token_count(usage.get(name)) for name in _USAGE_FIELDS]
+        if not any(counts) and not any(type(usage.get(name)) is int for name in _USAGE_FIELDS):
+            return  # no count at all: not a usage
+        self.last_usage[position] = usage
+        known = self.message_usage[position]
+        if known is not None:
+            counts = [max(a, b) for a, b in zip(known, counts, strict=True)]
+        self.message_usage[position] = counts
+
+    def _add_tool_use(self, block: dict[str, Any], parent: Any, position: int, line: int) -> None:
         line_warnings = self.line_warnings
-        for block in content:
-            if not isinstance(block, dict) or block.get("type") != "tool_use":
-                continue
-            call_id = block.get("id")
-            if isinstance(call_id, str):
-                if call_id in self.seen_call_ids:
-                    line_warnings.add(
-                        f"line {line}: tool_use id {call_id} repeated, kept the first"
-                    )
-                    continue
-                self.seen_call_ids.add(call_id)
-            else:
-                call_id = None
-                self.tool_uses_without_id += 1
-            arguments = block.get("input")
-            if isinstance(arguments, str):
-                arguments = _json_object_text(arguments)
-            if not isinstance(arguments, dict):
-                line_warnings.add(f"line {line}: tool_use input is not a JSON object, dropped")
-                arguments = {}
-            name = block.get("name")
-            if not isinstance(name, str):
-                line_warnings.add(f"line {line}: tool_use without a name")
-            calls.append(
-                ToolCall(
-                    call_id=call_id,
-                    name=name if isinstance(name, str) else "unknown",
-                    arguments=arguments,
-                    parent_call_id=parent if isinstance(parent, str) else None,
-                    order=len(calls),
-                    source="transcript",
-                )
+        call_id = block.get("id")
+        if isinstance(call_id, str):
+            if call_id in self.seen_call_ids:
+                line_warnings.add(f"line {line}: tool_use id {call_id} repeated, kept the first")
+                return
+            self.seen_call_ids.add(call_id)
+        else:
+            call_id = None
+            self.tool_uses_without_id += 1
+        arguments = block.get("input")
+        if isinstance(arguments, str):
+            arguments = _json_object_text(arguments)
+        if not isinstance(arguments, dict):
+            line_warnings.add(f"line {line}: tool_use input is not a JSON object, dropped")
+            arguments = {}
+        name = block.get("name")
+        if not isinstance(name, str):
+            line_warnings.add(f"line {line}: tool_use without a name")
+        self.calls.append(
+            ToolCall(
+                call_id=call_id,
+                name=name if isinstance(name, str) else "unknown",
+                arguments=arguments,
+                parent_call_id=parent if isinstance(parent, str) else None,
+                order=len(self.calls),
+                source="transcript",
             )
-            self.call_message_index.append(position)
+        )
+        self.call_message_index.append(position)
 
     def add_user(self, obj: dict[str, Any], line: int) -> None:
         """Take one user line's tool_result blocks (the first result per call id wins)."""
@@ -476,25 +478,24 @@ class _Transcript:
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             return
-        line_results = [
-            block
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "tool_result"
-        ]
         results = self.results
-        for block in line_results:
+        n_results = 0
+        first_id = None
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            n_results += 1
             call_id = block.get("tool_use_id")
             if not isinstance(call_id, str):
                 self.line_warnings.add(f"line {line}: tool_result without tool_use_id, skipped")
-                continue
-            if call_id in results:
+            elif call_id in results:
                 self.duplicate_results += 1
-                continue
-            results[call_id] = (content_text(block.get("content")), block.get("is_error"))
-        if len(line_results) == 1 and "tool_use_result" in obj:
-            call_id = line_results[0].get("tool_use_id")
-            if isinstance(call_id, str):
-                self.structured.setdefault(call_id, obj["tool_use_result"])
+            else:
+                results[call_id] = (content_text(block.get("content")), block.get("is_error"))
+            if n_results == 1:
+                first_id = call_id
+        if n_results == 1 and isinstance(first_id, str) and "tool_use_result" in obj:
+            self.structured.setdefault(first_id, obj["tool_use_result"])
 
     def join_calls(self, warnings: list[str]) -> None:
         """Give the calls their results and running token totals; warn about what is off."""
@@ -594,14 +595,6 @@ def _json_object_text(text: str) -> Any:
     return value if isinstance(value, dict) else None
 
 
-def _last_nonblank_index(lines: list[bytes]) -> int:
-    """Index of the last line with any non-whitespace byte, ``-1`` when there is none."""
-    for index in range(len(lines) - 1, -1, -1):
-        if lines[index].strip():
-            return index
-    return -1
-
-
 def _attach_results(
     calls: list[ToolCall],
     results: dict[str, tuple[str | None, Any]],
@@ -632,17 +625,18 @@ def _attach_cumulative_tokens(
     warnings: list[str],
 ) -> None:
     """Give each call the running token total up to and including its message."""
-    if all(usage is None for usage in message_usage):
-        return
     running: list[int] = []
-    total = 0
+    total = missing = 0
     for usage in message_usage:
-        if usage is not None:
+        if usage is None:
+            missing += 1
+        else:
             total += sum(usage)
         running.append(total)
+    if missing == len(message_usage):
+        return
     for call, position in zip(calls, call_message_index, strict=True):
         call.cumulative_tokens = running[position]
-    missing = sum(1 for usage in message_usage if usage is None)
     if missing:
         warnings.append(
             f"{missing} API message(s) carry no usage: running token totals exclude them"

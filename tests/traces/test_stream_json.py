@@ -224,6 +224,22 @@ def test_truncated_last_line_keeps_earlier_lines():
     assert trace.totals.cost_usd is None and trace.totals.num_turns is None
 
 
+def test_cut_line_followed_only_by_blank_lines_is_still_the_last_line(tmp_path):
+    # Lines 1 and 3 (after the blank line 2) hold content; line 3 is cut and only
+    # whitespace lines (" \t", "\r", "") follow it: it is the last line, not a middle one.
+    tool_use = (
+        '{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use",'
+        '"id":"t1","name":"Read","input":{}}],"usage":{"input_tokens":3}}}'
+    )
+    transcript = tmp_path / "claude-code.txt"
+    transcript.write_bytes(tool_use.encode() + b'\n\n{"type":"user","mess\n \t\n\r\n\n')
+    trace = parse_stream_json(transcript)
+    assert trace.truncated is True
+    assert (trace.lines_total, trace.lines_skipped) == (2, 1)
+    assert trace.warnings[0].startswith("line 3 (last line) is cut off")
+    assert [(c.call_id, c.cumulative_tokens) for c in trace.tool_calls] == [("t1", 3)]
+
+
 def test_garbage_middle_line_is_skipped_with_its_line_number():
     trace = parse_stream_json(FIXTURES / "stream_garbage_middle.txt")
     assert trace.truncated is False
