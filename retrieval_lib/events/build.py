@@ -211,6 +211,8 @@ class _Targets:
 
     def file_ranges(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        if not self.ranges:
+            return out
         for key in self.files:
             spans = self.ranges.get(key)
             if not spans:
@@ -225,8 +227,8 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 
 def _line_number(value: Any) -> int | None:
-    if _is_int(value):
-        return value
+    if isinstance(value, int):
+        return None if isinstance(value, bool) else value
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 12:
         return int(value)
     return None
@@ -259,6 +261,8 @@ def _salient_arguments(
             continue
         if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
             value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
+        elif type(value) is int and -(2**63) <= value < 2**64:
+            pass  # what orjson writes as it is; any other int is cut below
         elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
             # nested values are rare here (repos lists); keep JSON-safe copies of scalars
             try:
@@ -430,16 +434,14 @@ def _repo_of(node: dict[str, Any], inherited: str | None) -> str | None:
     return inherited
 
 
-def _collect_json_files(
-    node: Any, repo: str | None, depth: int, found: list[tuple[str, str | None, list]]
-) -> None:
-    """Add ``(path, repo, [(startLine, endLine), ...])`` of each file-naming object."""
+def _collect_json_files(node: Any, repo: str | None, depth: int, targets: _Targets) -> None:
+    """Add the file (qualified by ``repo``) and ``chunks`` line ranges of each file-naming object."""
     if depth > _MAX_JSON_DEPTH:
         return
     if type(node) is list:
         for item in node:
             if type(item) is dict or type(item) is list:
-                _collect_json_files(item, repo, depth + 1, found)
+                _collect_json_files(item, repo, depth + 1, targets)
         return
     if type(node) is not dict or node.get("isDirectory") is True:
         return  # folders of list_files: not files, and they hold nothing else
@@ -451,20 +453,17 @@ def _collect_json_files(
             path = value
             break
     if path and not path.endswith("/"):
-        spans: list[tuple[Any, Any]] = []
+        key = targets.add(path, "result", repo)
         chunks = node.get("chunks")
         if type(chunks) is list:
-            spans.extend(
-                (chunk.get("startLine"), chunk.get("endLine"))
-                for chunk in chunks
-                if type(chunk) is dict
-            )
+            for chunk in chunks:
+                if type(chunk) is dict:
+                    targets.add_range(key, chunk.get("startLine"), chunk.get("endLine"))
         if "startLine" in node and "endLine" in node:
-            spans.append((node["startLine"], node["endLine"]))
-        found.append((path, repo, spans))
+            targets.add_range(key, node["startLine"], node["endLine"])
     for name, value in node.items():
         if (type(value) is dict or type(value) is list) and name != "chunks":
-            _collect_json_files(value, repo, depth + 1, found)
+            _collect_json_files(value, repo, depth + 1, targets)
 
 
 def _mcp_targets(call: ToolCall, base_name: str, targets: _Targets) -> None:
@@ -483,12 +482,8 @@ def _mcp_targets(call: ToolCall, base_name: str, targets: _Targets) -> None:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
         return
-    found: list[tuple[str, str | None, list[tuple[Any, Any]]]] = []
-    _collect_json_files(document, None, 0, found)
-    for path, repo, spans in found:
-        key = targets.add(path, "result", repo or repo_arg)
-        for start, end in spans:
-            targets.add_range(key, start, end)
+    # a file without a repo of its own or of an enclosing object is in the argument's
+    _collect_json_files(document, repo_arg or None, 0, targets)
 
 
 # --------------------------------------------------------------------------- Bash
