@@ -43,7 +43,7 @@ Results (``"result"``), never from an error result:
 Symbols (``target_symbols``): the ``symbol`` argument of MCP symbol navigation, and the
 pattern of a ``Grep`` call or shell ``grep``/``rg`` when it is a plain identifier.
 
-Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per trial and
+Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per task and
 then through :class:`retrieval_lib.paths.GroundTruthMatcher`, so that a target that stands
 for a ground-truth file is written exactly as the ground-truth key.
 
@@ -120,6 +120,8 @@ _UNSEEN: Final = object()
 
 #: Raw paths longer than this are normalised without being remembered.
 _MEMO_MAX_CHARS: Final = 512
+#: Distinct raw paths remembered per task; any further ones are normalised every time.
+_MEMO_MAX_PATHS: Final = 256
 
 
 #: :func:`analyze_shell_command` remembered (pure; agents repeat commands); only read.
@@ -134,8 +136,8 @@ def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) ->
     return normalize_path(raw, repo=repo, workspace_repos=workspace_repos)
 
 
-class _TrialPaths:
-    """Normalises raw paths of one trial, each distinct ``(raw, repo)`` once.
+class _TaskPaths:
+    """Normalises the raw paths of a task's trials, each distinct ``(raw, repo)`` once.
 
     One key style per document: repo-qualified keys (``repo::path``) only when the task
     is multi-repo (its ground truth names repos, or repo folders sit side by side in
@@ -165,8 +167,14 @@ class _TrialPaths:
             if not self._qualify_repos:
                 key = split_key(key)[1]
             key = self._matcher.match(key) or key
-        self._cache[cache_key] = key
+        if len(raw) <= _MEMO_MAX_CHARS and len(self._cache) < _MEMO_MAX_PATHS:
+            self._cache[cache_key] = key
         return key
+
+
+#: One :class:`_TaskPaths` per ground truth and workspace, i.e. per task: its trials (in
+#: every run of a process) name the same files, each normalised and matched once.
+_task_paths: Final = functools.lru_cache(maxsize=1024)(_TaskPaths)
 
 
 class _Targets:
@@ -174,7 +182,7 @@ class _Targets:
 
     __slots__ = ("files", "ranges", "_paths")
 
-    def __init__(self, paths: _TrialPaths) -> None:
+    def __init__(self, paths: _TaskPaths) -> None:
         self._paths = paths
         self.files: dict[str, str] = {}
         self.ranges: dict[str, list[tuple[int, int]]] = {}
@@ -613,7 +621,7 @@ def build_events(
         return []
     gt_files = list(ground_truth.files)
     gt_set = frozenset(gt_files)
-    paths = _TrialPaths(gt_files, workspace_repos)
+    paths = _task_paths(tuple(gt_files), tuple(workspace_repos))
     started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
     events: list[dict[str, Any]] = []
     dropped: list[str] = []
@@ -632,7 +640,7 @@ def build_events(
 def _event(
     step_index: int,
     call: ToolCall,
-    paths: _TrialPaths,
+    paths: _TaskPaths,
     gt_set: frozenset[str],
     started: datetime | None,
     dropped: list[str] | None = None,
