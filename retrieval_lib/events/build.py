@@ -105,8 +105,10 @@ _FOUND_HEADER_RE: Final = re.compile(r"^Found \d+ ")  # "Found 3 files", "Found 
 _MATCH_LINE_RE: Final = re.compile(r":(\d+):")
 _CONTEXT_LINE_RE: Final = re.compile(r"-(\d+)-")
 _BARE_LINES_RE: Final = re.compile(r"^(\d+)[:-]", re.MULTILINE)
-# "path:N:text" (a match) or "path-N-text" (a context line), path = shortest prefix
-_NUMBERED_LINE_RE: Final = re.compile(r"^([^\n]+?)([:-])(\d+)\2", re.MULTILINE)
+# "path:N:text" (a match) or "path-N-text" (a context line), path = shortest prefix. The
+# prefix grows a whole run of non-separators at a time (the lookahead + backreference is
+# an atomic group, which Python 3.10 lacks), not a character at a time.
+_NUMBERED_LINE_RE: Final = re.compile(r"^((?:(?=([^\n:-]+))\2|[:-])+?)([:-])(\d+)\3", re.MULTILINE)
 # Fields that name a file in MCP results; the first present in an object wins (a
 # diff's newPath before its oldPath).
 _PATH_KEYS: Final = ("file", "path", "filePath", "file_path", "filename", "newPath", "oldPath")
@@ -349,7 +351,7 @@ def _content_lines(
             numbers_by_prefix[""] = numbers
     else:
         valid: dict[str, bool] = {}
-        for prefix, _sep, number in _NUMBERED_LINE_RE.findall(text):
+        for prefix, _run, _sep, number in _NUMBERED_LINE_RE.findall(text):
             ok = valid.get(prefix)
             if ok is None:
                 ok = valid[prefix] = looks_like_file(prefix)
