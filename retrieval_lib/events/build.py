@@ -210,25 +210,33 @@ class _Targets:
         """
         if key is None:
             return
-        start, end = _line_number(start), _line_number(end)
-        if start is None or end is None or start < 1 or end < start or start > MAX_LINE_NUMBER:
-            return
-        self.ranges.setdefault(key, []).append((start, min(end, MAX_LINE_NUMBER)))
+        if type(start) is not int or type(end) is not int:
+            start, end = _line_number(start), _line_number(end)
+            if start is None or end is None:
+                return
+        if 1 <= start <= end and start <= MAX_LINE_NUMBER:
+            self.ranges.setdefault(key, []).append((start, min(end, MAX_LINE_NUMBER)))
 
     def add_lines(self, key: str, numbers: list[int]) -> None:
         """Add single lines (positive ints from a regex match) as one-line spans."""
         self.ranges.setdefault(key, []).extend((n, n) for n in numbers if n >= 1)
 
     def file_ranges(self) -> list[dict[str, Any]]:
+        """Each file's spans, sorted, overlapping or adjacent ones merged."""
         out: list[dict[str, Any]] = []
-        if not self.ranges:
-            return out
-        for key in self.files:
+        for key in self.files if self.ranges else ():
             spans = self.ranges.get(key)
             if not spans:
                 continue
-            for start, end in _merge_spans(spans):
-                out.append({"file": key, "line_start": start, "line_end": end})
+            spans.sort()
+            start, end = spans[0]
+            for span_start, span_end in spans:
+                if span_start > end + 1:
+                    out.append({"file": key, "line_start": start, "line_end": end})
+                    start, end = span_start, span_end
+                elif span_end > end:
+                    end = span_end
+            out.append({"file": key, "line_start": start, "line_end": end})
         return out
 
 
@@ -242,18 +250,6 @@ def _line_number(value: Any) -> int | None:
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 12:
         return int(value)
     return None
-
-
-def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sort line spans and merge overlapping or adjacent ones."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1] + 1:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
 
 
 def _salient_arguments(
