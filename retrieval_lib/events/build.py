@@ -265,8 +265,11 @@ def _salient_arguments(
     for name, value in arguments.items():
         if name not in _SALIENT_NAMES:
             continue
-        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
-            value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
+        if isinstance(value, str):
+            if len(value) > MAX_ARGUMENT_CHARS:
+                value = (
+                    f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
+                )
         elif type(value) is int and -(2**63) <= value < 2**64:
             pass  # what orjson writes as it is; any other int is cut below
         elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
@@ -718,7 +721,7 @@ def _event(
         "arguments": _salient_arguments(args, dropped),
         "target_files": target_files,
         "target_sources": dict(targets.files),
-        "target_symbols": list(dict.fromkeys(symbols)),
+        "target_symbols": list(dict.fromkeys(symbols)) if len(symbols) > 1 else symbols,
         "file_ranges": targets.file_ranges(),
         "hits_ground_truth": bool(matched),
         "matched_ground_truth_files": matched,
@@ -775,7 +778,7 @@ def summarize_events(events: list[dict[str, Any]], ground_truth_files: Sequence[
         if category == "file_write" or event.get("is_error") is True:
             continue  # a write is not retrieval; a failed call retrieved nothing
         accessed.update(event["target_files"])
-        matched = [f for f in event.get("matched_ground_truth_files", ()) if f in gt]
+        matched = gt.intersection(event.get("matched_ground_truth_files", ()))
         if matched:
             hit.update(matched)
             if first_hit is None or event["step_index"] < first_hit:
