@@ -349,22 +349,19 @@ def _content_lines(
         if numbers:
             numbers_by_prefix[""] = numbers
     else:
-        valid: dict[str, bool] = {}
         for prefix, _run, _sep, number in _NUMBERED_LINE_RE.findall(text):
-            ok = valid.get(prefix)
-            if ok is None:
-                ok = valid[prefix] = looks_like_file(prefix)
-                if ok:
-                    numbers_by_prefix[prefix] = []
-            if ok:
-                numbers_by_prefix[prefix].append(int(number))
-        if not all(valid.values()):
-            # some line's first ":N:"/"-N-" is not after a file name: split line by line
-            numbers_by_prefix = {}
-            for line in text.splitlines():
-                split = _split_numbered(line)
-                if split is not None:
-                    numbers_by_prefix.setdefault(split[0], []).append(split[1])
+            found = numbers_by_prefix.get(prefix)
+            if found is None:
+                if not looks_like_file(prefix):
+                    # a line's first ":N:"/"-N-" is not after a file name: split line by line
+                    numbers_by_prefix = {}
+                    for line in text.splitlines():
+                        split = _split_numbered(line)
+                        if split is not None:
+                            numbers_by_prefix.setdefault(split[0], []).append(split[1])
+                    break
+                found = numbers_by_prefix[prefix] = []
+            found.append(int(number))
         if not numbers_by_prefix:
             # no line numbers at all (Grep with "-n": false): "path:text" match lines
             # still name their file; "path-text" context lines are ambiguous and skipped
@@ -521,7 +518,10 @@ def _listed_path(line: str, read: ShellRead, starts: list[str]) -> str | None:
     if "//" in path or "/." in path or path.startswith(".") or path.endswith("/"):
         path = posixpath.normpath(path)  # else normpath would leave it as it is
     # find prints every name under one of its start folders: anything else is a message
-    if read.program == "find" and starts and not any(_is_under(path, s) for s in starts):
+    if read.program == "find" and starts:
+        for start in starts:
+            if _is_under(path, start):
+                return path
         return None
     return path
 
