@@ -720,7 +720,7 @@ def _event(
         "tool_call_id": call.call_id,
         "arguments": _salient_arguments(args, dropped),
         "target_files": target_files,
-        "target_sources": dict(targets.files),
+        "target_sources": targets.files,  # the targets end with the event: no copy
         "target_symbols": list(dict.fromkeys(symbols)) if len(symbols) > 1 else symbols,
         "file_ranges": targets.file_ranges(),
         "hits_ground_truth": bool(matched),
