@@ -265,11 +265,8 @@ def _salient_arguments(
     for name, value in arguments.items():
         if name not in _SALIENT_NAMES:
             continue
-        if isinstance(value, str):
-            if len(value) > MAX_ARGUMENT_CHARS:
-                value = (
-                    f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
-                )
+        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
+            value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
         elif type(value) is int and -(2**63) <= value < 2**64:
             pass  # what orjson writes as it is; any other int is cut below
         elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
@@ -688,9 +685,7 @@ def _event(
                 category = shell.reads[0].category
                 # a file the line created before a read is not read from the repository
                 # (the parser compares spellings; this compares keys: /workspace/n.md = n.md)
-                skip = [
-                    {k for k in made[:before] if k is not None} for before in shell.created_before
-                ]
+                skip = [{k for k in made[:n] if k is not None} for n in shell.created_before]
                 symbols = _bash_targets(call, shell.reads, targets, skip)
             if made:
                 created = list(dict.fromkeys(k for k in made if k is not None))
