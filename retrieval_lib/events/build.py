@@ -118,8 +118,6 @@ _WHITESPACE_RE: Final = re.compile(r"\s")
 _MAX_JSON_DEPTH: Final = 64
 
 
-_UNSEEN: Final = object()
-
 #: Raw paths longer than this are normalised without being remembered.
 _MEMO_MAX_CHARS: Final = 512
 #: Distinct raw paths remembered per task; any further ones are normalised every time.
@@ -138,8 +136,8 @@ def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) ->
     return normalize_path(raw, repo=repo, workspace_repos=workspace_repos)
 
 
-class _TaskPaths:
-    """Normalises the raw paths of a task's trials, each distinct ``(raw, repo)`` once.
+class _TaskPaths(dict[tuple[str, str | None], str | None]):
+    """The keys of a task's raw paths: ``paths[raw, repo]``, computed on first lookup.
 
     One key style per document: repo-qualified keys (``repo::path``) only when the task
     is multi-repo (its ground truth names repos, or repo folders sit side by side in
@@ -147,20 +145,17 @@ class _TaskPaths:
     by a local tool and by an MCP tool is one key, matched or not.
     """
 
-    __slots__ = ("_cache", "_matcher", "_qualify_repos", "_workspace_repos")
+    __slots__ = ("_matcher", "_qualify_repos", "_workspace_repos")
 
     def __init__(self, gt_keys: Iterable[str], workspace_repos: Collection[str]) -> None:
+        super().__init__()
         gt_keys = list(gt_keys)
         self._matcher = GroundTruthMatcher(gt_keys)
         self._workspace_repos = tuple(workspace_repos)
         self._qualify_repos = bool(self._workspace_repos) or any(split_key(k)[0] for k in gt_keys)
-        self._cache: dict[tuple[str, str | None], str | None] = {}
 
-    def key(self, raw: str, repo: str | None = None) -> str | None:
-        cache_key = (raw, repo)
-        known = self._cache.get(cache_key, _UNSEEN)
-        if known is not _UNSEEN:
-            return known  # type: ignore[return-value]
+    def __missing__(self, raw_repo: tuple[str, str | None]) -> str | None:
+        raw, repo = raw_repo
         if len(raw) <= _MEMO_MAX_CHARS:
             key = _normalized(raw, repo or None, self._workspace_repos)
         else:
@@ -169,8 +164,8 @@ class _TaskPaths:
             if not self._qualify_repos:
                 key = split_key(key)[1]
             key = self._matcher.match(key) or key
-        if len(raw) <= _MEMO_MAX_CHARS and len(self._cache) < _MEMO_MAX_PATHS:
-            self._cache[cache_key] = key
+        if len(raw) <= _MEMO_MAX_CHARS and len(self) < _MEMO_MAX_PATHS:
+            self[raw_repo] = key
         return key
 
 
@@ -191,12 +186,12 @@ class _Targets:
 
     def key(self, raw: str) -> str | None:
         """The key of a raw path, without adding it."""
-        return self._paths.key(raw)
+        return self._paths[raw, None]
 
     def add(self, raw: Any, source: str, repo: Any = None) -> str | None:
         if not isinstance(raw, str) or not raw:
             return None
-        key = self._paths.key(raw, repo if isinstance(repo, str) else None)
+        key = self._paths[raw, repo if isinstance(repo, str) else None]
         if key is not None:
             self.files.setdefault(key, source)
         return key
@@ -677,7 +672,7 @@ def _event(
                 else analyze_shell_command(command)
             )
             made = (
-                [paths.key(raw) for raw in shell.created]
+                [paths[raw, None] for raw in shell.created]
                 if shell.created and call.is_error is not True  # a failed call created nothing
                 else []
             )
