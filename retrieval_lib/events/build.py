@@ -170,8 +170,9 @@ class _TaskPaths(dict[tuple[str, str | None], str | None]):
 
 
 #: One :class:`_TaskPaths` per ground truth and workspace, i.e. per task: its trials (in
-#: every run of a process) name the same files, each normalised and matched once.
-_task_paths: Final = functools.lru_cache(maxsize=1024)(_TaskPaths)
+#: every run of a process) name the same files, each normalised and matched once. At
+#: most 512 tasks x 256 paths are kept.
+_task_paths: Final = functools.lru_cache(maxsize=512)(_TaskPaths)
 
 
 class _Targets:
