@@ -43,7 +43,7 @@ Results (``"result"``), never from an error result:
 Symbols (``target_symbols``): the ``symbol`` argument of MCP symbol navigation, and the
 pattern of a ``Grep`` call or shell ``grep``/``rg`` when it is a plain identifier.
 
-Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per trial and
+Every raw path goes through :func:`retrieval_lib.paths.normalize_path` once per task and
 then through :class:`retrieval_lib.paths.GroundTruthMatcher`, so that a target that stands
 for a ground-truth file is written exactly as the ground-truth key.
 
@@ -105,8 +105,10 @@ _FOUND_HEADER_RE: Final = re.compile(r"^Found \d+ ")  # "Found 3 files", "Found 
 _MATCH_LINE_RE: Final = re.compile(r":(\d+):")
 _CONTEXT_LINE_RE: Final = re.compile(r"-(\d+)-")
 _BARE_LINES_RE: Final = re.compile(r"^(\d+)[:-]", re.MULTILINE)
-# "path:N:text" (a match) or "path-N-text" (a context line), path = shortest prefix
-_NUMBERED_LINE_RE: Final = re.compile(r"^([^\n]+?)([:-])(\d+)\2", re.MULTILINE)
+# "path:N:text" (a match) or "path-N-text" (a context line), path = shortest prefix. The
+# prefix grows a whole run of non-separators at a time (the lookahead + backreference is
+# an atomic group, which Python 3.10 lacks), not a character at a time.
+_NUMBERED_LINE_RE: Final = re.compile(r"^((?:(?=([^\n:-]+))\2|[:-])+?)([:-])(\d+)\3", re.MULTILINE)
 # Fields that name a file in MCP results; the first present in an object wins (a
 # diff's newPath before its oldPath).
 _PATH_KEYS: Final = ("file", "path", "filePath", "file_path", "filename", "newPath", "oldPath")
@@ -116,10 +118,10 @@ _WHITESPACE_RE: Final = re.compile(r"\s")
 _MAX_JSON_DEPTH: Final = 64
 
 
-_UNSEEN: Final = object()
-
 #: Raw paths longer than this are normalised without being remembered.
 _MEMO_MAX_CHARS: Final = 512
+#: Distinct raw paths remembered per task; any further ones are normalised every time.
+_MEMO_MAX_PATHS: Final = 256
 
 
 #: :func:`analyze_shell_command` remembered (pure; agents repeat commands); only read.
@@ -134,8 +136,8 @@ def _normalized(raw: str, repo: str | None, workspace_repos: tuple[str, ...]) ->
     return normalize_path(raw, repo=repo, workspace_repos=workspace_repos)
 
 
-class _TrialPaths:
-    """Normalises raw paths of one trial, each distinct ``(raw, repo)`` once.
+class _TaskPaths(dict[tuple[str, str | None], str | None]):
+    """The keys of a task's raw paths: ``paths[raw, repo]``, computed on first lookup.
 
     One key style per document: repo-qualified keys (``repo::path``) only when the task
     is multi-repo (its ground truth names repos, or repo folders sit side by side in
@@ -143,20 +145,17 @@ class _TrialPaths:
     by a local tool and by an MCP tool is one key, matched or not.
     """
 
-    __slots__ = ("_cache", "_matcher", "_qualify_repos", "_workspace_repos")
+    __slots__ = ("_matcher", "_qualify_repos", "_workspace_repos")
 
     def __init__(self, gt_keys: Iterable[str], workspace_repos: Collection[str]) -> None:
+        super().__init__()
         gt_keys = list(gt_keys)
         self._matcher = GroundTruthMatcher(gt_keys)
         self._workspace_repos = tuple(workspace_repos)
         self._qualify_repos = bool(self._workspace_repos) or any(split_key(k)[0] for k in gt_keys)
-        self._cache: dict[tuple[str, str | None], str | None] = {}
 
-    def key(self, raw: str, repo: str | None = None) -> str | None:
-        cache_key = (raw, repo)
-        known = self._cache.get(cache_key, _UNSEEN)
-        if known is not _UNSEEN:
-            return known  # type: ignore[return-value]
+    def __missing__(self, raw_repo: tuple[str, str | None]) -> str | None:
+        raw, repo = raw_repo
         if len(raw) <= _MEMO_MAX_CHARS:
             key = _normalized(raw, repo or None, self._workspace_repos)
         else:
@@ -165,8 +164,15 @@ class _TrialPaths:
             if not self._qualify_repos:
                 key = split_key(key)[1]
             key = self._matcher.match(key) or key
-        self._cache[cache_key] = key
+        if len(raw) <= _MEMO_MAX_CHARS and len(self) < _MEMO_MAX_PATHS:
+            self[raw_repo] = key
         return key
+
+
+#: One :class:`_TaskPaths` per ground truth and workspace, i.e. per task: its trials (in
+#: every run of a process) name the same files, each normalised and matched once. At
+#: most 512 tasks x 256 paths are kept.
+_task_paths: Final = functools.lru_cache(maxsize=512)(_TaskPaths)
 
 
 class _Targets:
@@ -174,19 +180,19 @@ class _Targets:
 
     __slots__ = ("files", "ranges", "_paths")
 
-    def __init__(self, paths: _TrialPaths) -> None:
+    def __init__(self, paths: _TaskPaths) -> None:
         self._paths = paths
         self.files: dict[str, str] = {}
         self.ranges: dict[str, list[tuple[int, int]]] = {}
 
     def key(self, raw: str) -> str | None:
         """The key of a raw path, without adding it."""
-        return self._paths.key(raw)
+        return self._paths[raw, None]
 
     def add(self, raw: Any, source: str, repo: Any = None) -> str | None:
         if not isinstance(raw, str) or not raw:
             return None
-        key = self._paths.key(raw, repo if isinstance(repo, str) else None)
+        key = self._paths[raw, repo if isinstance(repo, str) else None]
         if key is not None:
             self.files.setdefault(key, source)
         return key
@@ -200,23 +206,33 @@ class _Targets:
         """
         if key is None:
             return
-        start, end = _line_number(start), _line_number(end)
-        if start is None or end is None or start < 1 or end < start or start > MAX_LINE_NUMBER:
-            return
-        self.ranges.setdefault(key, []).append((start, min(end, MAX_LINE_NUMBER)))
+        if type(start) is not int or type(end) is not int:
+            start, end = _line_number(start), _line_number(end)
+            if start is None or end is None:
+                return
+        if 1 <= start <= end and start <= MAX_LINE_NUMBER:
+            self.ranges.setdefault(key, []).append((start, min(end, MAX_LINE_NUMBER)))
 
     def add_lines(self, key: str, numbers: list[int]) -> None:
         """Add single lines (positive ints from a regex match) as one-line spans."""
         self.ranges.setdefault(key, []).extend((n, n) for n in numbers if n >= 1)
 
     def file_ranges(self) -> list[dict[str, Any]]:
+        """Each file's spans, sorted, overlapping or adjacent ones merged."""
         out: list[dict[str, Any]] = []
-        for key in self.files:
+        for key in self.files if self.ranges else ():
             spans = self.ranges.get(key)
             if not spans:
                 continue
-            for start, end in _merge_spans(spans):
-                out.append({"file": key, "line_start": start, "line_end": end})
+            spans.sort()
+            start, end = spans[0]
+            for span_start, span_end in spans:
+                if span_start > end + 1:
+                    out.append({"file": key, "line_start": start, "line_end": end})
+                    start, end = span_start, span_end
+                elif span_end > end:
+                    end = span_end
+            out.append({"file": key, "line_start": start, "line_end": end})
         return out
 
 
@@ -225,23 +241,11 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 
 def _line_number(value: Any) -> int | None:
-    if _is_int(value):
-        return value
+    if isinstance(value, int):
+        return None if isinstance(value, bool) else value
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 12:
         return int(value)
     return None
-
-
-def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sort line spans and merge overlapping or adjacent ones."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1] + 1:
-            if end > merged[-1][1]:
-                merged[-1] = (merged[-1][0], end)
-        else:
-            merged.append((start, end))
-    return merged
 
 
 def _salient_arguments(
@@ -259,6 +263,8 @@ def _salient_arguments(
             continue
         if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
             value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
+        elif type(value) is int and -(2**63) <= value < 2**64:
+            pass  # what orjson writes as it is; any other int is cut below
         elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
             # nested values are rare here (repos lists); keep JSON-safe copies of scalars
             try:
@@ -336,22 +342,19 @@ def _content_lines(
         if numbers:
             numbers_by_prefix[""] = numbers
     else:
-        valid: dict[str, bool] = {}
-        for prefix, _sep, number in _NUMBERED_LINE_RE.findall(text):
-            ok = valid.get(prefix)
-            if ok is None:
-                ok = valid[prefix] = looks_like_file(prefix)
-                if ok:
-                    numbers_by_prefix[prefix] = []
-            if ok:
-                numbers_by_prefix[prefix].append(int(number))
-        if not all(valid.values()):
-            # some line's first ":N:"/"-N-" is not after a file name: split line by line
-            numbers_by_prefix = {}
-            for line in text.splitlines():
-                split = _split_numbered(line)
-                if split is not None:
-                    numbers_by_prefix.setdefault(split[0], []).append(split[1])
+        for prefix, _run, _sep, number in _NUMBERED_LINE_RE.findall(text):
+            found = numbers_by_prefix.get(prefix)
+            if found is None:
+                if not looks_like_file(prefix):
+                    # a line's first ":N:"/"-N-" is not after a file name: split line by line
+                    numbers_by_prefix = {}
+                    for line in text.splitlines():
+                        split = _split_numbered(line)
+                        if split is not None:
+                            numbers_by_prefix.setdefault(split[0], []).append(split[1])
+                    break
+                found = numbers_by_prefix[prefix] = []
+            found.append(int(number))
         if not numbers_by_prefix:
             # no line numbers at all (Grep with "-n": false): "path:text" match lines
             # still name their file; "path-text" context lines are ambiguous and skipped
@@ -430,16 +433,14 @@ def _repo_of(node: dict[str, Any], inherited: str | None) -> str | None:
     return inherited
 
 
-def _collect_json_files(
-    node: Any, repo: str | None, depth: int, found: list[tuple[str, str | None, list]]
-) -> None:
-    """Add ``(path, repo, [(startLine, endLine), ...])`` of each file-naming object."""
+def _collect_json_files(node: Any, repo: str | None, depth: int, targets: _Targets) -> None:
+    """Add the file (qualified by ``repo``) and ``chunks`` line ranges of each file-naming object."""
     if depth > _MAX_JSON_DEPTH:
         return
     if type(node) is list:
         for item in node:
             if type(item) is dict or type(item) is list:
-                _collect_json_files(item, repo, depth + 1, found)
+                _collect_json_files(item, repo, depth + 1, targets)
         return
     if type(node) is not dict or node.get("isDirectory") is True:
         return  # folders of list_files: not files, and they hold nothing else
@@ -451,20 +452,17 @@ def _collect_json_files(
             path = value
             break
     if path and not path.endswith("/"):
-        spans: list[tuple[Any, Any]] = []
+        key = targets.add(path, "result", repo)
         chunks = node.get("chunks")
         if type(chunks) is list:
-            spans.extend(
-                (chunk.get("startLine"), chunk.get("endLine"))
-                for chunk in chunks
-                if type(chunk) is dict
-            )
+            for chunk in chunks:
+                if type(chunk) is dict:
+                    targets.add_range(key, chunk.get("startLine"), chunk.get("endLine"))
         if "startLine" in node and "endLine" in node:
-            spans.append((node["startLine"], node["endLine"]))
-        found.append((path, repo, spans))
+            targets.add_range(key, node["startLine"], node["endLine"])
     for name, value in node.items():
         if (type(value) is dict or type(value) is list) and name != "chunks":
-            _collect_json_files(value, repo, depth + 1, found)
+            _collect_json_files(value, repo, depth + 1, targets)
 
 
 def _mcp_targets(call: ToolCall, base_name: str, targets: _Targets) -> None:
@@ -483,12 +481,8 @@ def _mcp_targets(call: ToolCall, base_name: str, targets: _Targets) -> None:
         document = orjson.loads(text)
     except orjson.JSONDecodeError:
         return
-    found: list[tuple[str, str | None, list[tuple[Any, Any]]]] = []
-    _collect_json_files(document, None, 0, found)
-    for path, repo, spans in found:
-        key = targets.add(path, "result", repo or repo_arg)
-        for start, end in spans:
-            targets.add_range(key, start, end)
+    # a file without a repo of its own or of an enclosing object is in the argument's
+    _collect_json_files(document, repo_arg or None, 0, targets)
 
 
 # --------------------------------------------------------------------------- Bash
@@ -517,7 +511,10 @@ def _listed_path(line: str, read: ShellRead, starts: list[str]) -> str | None:
     if "//" in path or "/." in path or path.startswith(".") or path.endswith("/"):
         path = posixpath.normpath(path)  # else normpath would leave it as it is
     # find prints every name under one of its start folders: anything else is a message
-    if read.program == "find" and starts and not any(_is_under(path, s) for s in starts):
+    if read.program == "find" and starts:
+        for start in starts:
+            if _is_under(path, start):
+                return path
         return None
     return path
 
@@ -618,7 +615,7 @@ def build_events(
         return []
     gt_files = list(ground_truth.files)
     gt_set = frozenset(gt_files)
-    paths = _TrialPaths(gt_files, workspace_repos)
+    paths = _task_paths(tuple(gt_files), tuple(workspace_repos))
     started = parse_iso_time(agent_started_at) or parse_iso_time(trace.started_at)
     events: list[dict[str, Any]] = []
     dropped: list[str] = []
@@ -637,7 +634,7 @@ def build_events(
 def _event(
     step_index: int,
     call: ToolCall,
-    paths: _TrialPaths,
+    paths: _TaskPaths,
     gt_set: frozenset[str],
     started: datetime | None,
     dropped: list[str] | None = None,
@@ -676,7 +673,7 @@ def _event(
                 else analyze_shell_command(command)
             )
             made = (
-                [paths.key(raw) for raw in shell.created]
+                [paths[raw, None] for raw in shell.created]
                 if shell.created and call.is_error is not True  # a failed call created nothing
                 else []
             )
@@ -684,9 +681,7 @@ def _event(
                 category = shell.reads[0].category
                 # a file the line created before a read is not read from the repository
                 # (the parser compares spellings; this compares keys: /workspace/n.md = n.md)
-                skip = [
-                    {k for k in made[:before] if k is not None} for before in shell.created_before
-                ]
+                skip = [{k for k in made[:n] if k is not None} for n in shell.created_before]
                 symbols = _bash_targets(call, shell.reads, targets, skip)
             if made:
                 created = list(dict.fromkeys(k for k in made if k is not None))
@@ -716,8 +711,8 @@ def _event(
         "tool_call_id": call.call_id,
         "arguments": _salient_arguments(args, dropped),
         "target_files": target_files,
-        "target_sources": dict(targets.files),
-        "target_symbols": list(dict.fromkeys(symbols)),
+        "target_sources": targets.files,  # the targets end with the event: no copy
+        "target_symbols": list(dict.fromkeys(symbols)) if len(symbols) > 1 else symbols,
         "file_ranges": targets.file_ranges(),
         "hits_ground_truth": bool(matched),
         "matched_ground_truth_files": matched,
@@ -774,7 +769,7 @@ def summarize_events(events: list[dict[str, Any]], ground_truth_files: Sequence[
         if category == "file_write" or event.get("is_error") is True:
             continue  # a write is not retrieval; a failed call retrieved nothing
         accessed.update(event["target_files"])
-        matched = [f for f in event.get("matched_ground_truth_files", ()) if f in gt]
+        matched = gt.intersection(event.get("matched_ground_truth_files", ()))
         if matched:
             hit.update(matched)
             if first_hit is None or event["step_index"] < first_hit:

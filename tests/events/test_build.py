@@ -452,6 +452,24 @@ def test_long_command_argument_is_cut() -> None:
     assert event["target_files"] == ["a.py"]
 
 
+def test_integer_arguments_are_kept_within_64_bits_only() -> None:
+    # the document writer stores -2**63 .. 2**64 - 1; one past either end is not kept
+    args = {"offset": -(2**63), "limit": 2**64 - 1, "startLine": 2**64, "endLine": -(2**63) - 1}
+    warnings: list[str] = []
+    event = single(ToolCall("r", "Read", {"file_path": "a.py", **args}), warnings=warnings)
+    assert event["arguments"] == {
+        "file_path": "a.py",
+        "offset": -9223372036854775808,
+        "limit": 18446744073709551615,
+        "startLine": None,
+        "endLine": None,
+    }
+    assert warnings == [
+        "tool call #0 (Read): argument startLine (Integer exceeds 64-bit range) not kept",
+        "tool call #0 (Read): argument endLine (Integer exceeds 64-bit range) not kept",
+    ]
+
+
 # --------------------------------------------------------------------------- multi-repo
 
 
