@@ -479,32 +479,23 @@ def _normalize_one(
     pass_id: Any = None,
 ) -> TrialOutput:
     index = _task_index(tasks_root)
+    # The cyclic garbage collector is paused while the trial is normalised: a trial
+    # allocates tens of thousands of containers (the decoded trace lines) that all stay
+    # alive until it ends and are then freed by reference counting (decoded JSON holds no
+    # cycles); collections triggered meanwhile only traverse live objects, about a tenth
+    # of the CPU of a trial on natural-size traces (benchmarks/README.md). Whatever
+    # cycles a trial leaves are collected once the collector runs again.
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        with _cycle_collector_paused():
-            return _normalize_trial(
-                trial, result, index, out_root, is_latest, n_trials, suffix, pass_id
-            )
+        return _normalize_trial(
+            trial, result, index, out_root, is_latest, n_trials, suffix, pass_id
+        )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
         error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
         return TrialOutput(
             str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, error
         )
-
-
-@contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while one trial is normalised.
-
-    A trial allocates tens of thousands of containers (the decoded trace lines) that all
-    stay alive until the trial ends and are then freed by reference counting (decoded
-    JSON holds no cycles); collections triggered meanwhile only traverse live objects,
-    about a tenth of the CPU of a trial on natural-size traces (benchmarks/README.md).
-    Whatever cycles a trial leaves are collected once the collector runs again.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
     finally:
         if was_enabled:
             gc.enable()
