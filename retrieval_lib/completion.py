@@ -155,8 +155,7 @@ def begin_normalize(
 
 def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
     """``{path relative to events_dir: size}``; a path is resolved only when it is not
-    already an absolute path below the resolved ``events_dir`` (the writers resolve).
-    Strings, not pathlib: this runs once per document."""
+    already below the resolved ``events_dir`` (the writers resolve; strings: per document)."""
     root = str(events_dir.resolve())
     prefix = root.rstrip("/") + "/"
     out: dict[str, int] = {}

@@ -447,10 +447,8 @@ _MAX_RESOLVED_FOLDERS = 4096
 
 
 def _identity(path: str) -> tuple[int, int] | None:
-    """(device, inode) of the folder ``path`` names; ``None`` if that is a symlink (or not
-    a folder): a link may be re-pointed in place, so a folder reached through one at its
-    end is resolved each time. Links further up change the folder reached, hence the
-    identity."""
+    """(device, inode) of the folder ``path``; ``None`` for a symlink (it may be re-pointed
+    in place: resolved each time) or anything else."""
     found = os.lstat(path)
     return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
 

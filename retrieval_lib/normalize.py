@@ -488,8 +488,31 @@ def _normalize_one(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _normalize_trial(
-            trial, result, index, out_root, is_latest, n_trials, suffix, pass_id
+        task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
+        ground_truth = load_ground_truth_cached(
+            task_dirs, tasks_root=index.root if index else None, pass_id=pass_id
+        )
+        doc, trace_bytes = build_document(
+            trial,
+            result,
+            ground_truth,
+            benchmark,
+            is_latest_trial=is_latest,
+            trials_for_pair=n_trials,
+        )
+        target = document_path(out_root, trial.config_name, result.task_name, suffix)
+        write_document(doc, target)
+        coverage = doc["coverage"]
+        return TrialOutput(
+            trial_dir=str(trial.trial_dir),
+            path=str(target),
+            task_name=result.task_name,
+            config_name=trial.config_name,
+            n_events=len(doc["events"]),
+            trace_bytes=trace_bytes,
+            degraded_reason=coverage["degraded_reason"],
+            no_trace=coverage["trace_source"] is None,
+            no_ground_truth=not coverage["has_ground_truth"],
         )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
         error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
@@ -499,44 +522,6 @@ def _normalize_one(
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _normalize_trial(
-    trial: TrialRef,
-    result: TrialResult,
-    index: TaskIndex | None,
-    out_root: str,
-    is_latest: bool,
-    n_trials: int,
-    suffix: str | None,
-    pass_id: Any,
-) -> TrialOutput:
-    """:func:`_normalize_one`'s work, errors left to it."""
-    task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-    ground_truth = load_ground_truth_cached(
-        task_dirs, tasks_root=index.root if index else None, pass_id=pass_id
-    )
-    doc, trace_bytes = build_document(
-        trial,
-        result,
-        ground_truth,
-        benchmark,
-        is_latest_trial=is_latest,
-        trials_for_pair=n_trials,
-    )
-    target = document_path(out_root, trial.config_name, result.task_name, suffix)
-    write_document(doc, target)
-    return TrialOutput(
-        trial_dir=str(trial.trial_dir),
-        path=str(target),
-        task_name=result.task_name,
-        config_name=trial.config_name,
-        n_events=len(doc["events"]),
-        trace_bytes=trace_bytes,
-        degraded_reason=doc["coverage"]["degraded_reason"],
-        no_trace=doc["coverage"]["trace_source"] is None,
-        no_ground_truth=not doc["coverage"]["has_ground_truth"],
-    )
 
 
 _TASK_INDEX_CACHE: dict[str, TaskIndex] = {}

@@ -169,17 +169,11 @@ class _Writer:
             self.line(depth, f"if not {var}.keys() >= {self.constant(required)}: return False")
         properties = schema.get("properties", {})
         for name, sub in properties.items():
-            item = self.variable()
-            if name in required:  # there (checked above): no default, no branch
-                self.line(depth, f"{item} = {var}[{name!r}]")
-                before = len(self.lines)
-                self.emit(sub, item, depth, f"{where}/properties/{name}")
-                if len(self.lines) == before:  # any value will do
-                    del self.lines[-1:]
-                continue
-            if isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
-                # the type alone: one test, the absent value's own type allowed
-                kinds = _allowed_types(sub, f"{where}/properties/{name}")
+            item, at = self.variable(), f"{where}/properties/{name}"
+            optional = name not in required  # a required one is there (checked above)
+            if optional and isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
+                # the type alone, in one test: an absent property reads as a _Missing
+                kinds = _allowed_types(sub, at)
                 if kinds != _ANY:
                     allowed = self.constant(kinds | {_Missing})
                     self.line(
@@ -187,26 +181,24 @@ class _Writer:
                         f"if type({var}.get({name!r}, _MISSING)) not in {allowed}: return False",
                     )
                 continue
-            self.line(depth, f"{item} = {var}.get({name!r}, _MISSING)")
-            self.line(depth, f"if {item} is not _MISSING:")
+            if optional:
+                self.line(depth, f"{item} = {var}.get({name!r}, _MISSING)")
+                self.line(depth, f"if {item} is not _MISSING:")
+            else:
+                self.line(depth, f"{item} = {var}[{name!r}]")
             before = len(self.lines)
-            self.emit(sub, item, depth + 1, f"{where}/properties/{name}")
+            self.emit(sub, item, depth + optional, at)
             if len(self.lines) == before:  # any value will do
-                del self.lines[-2:]
+                del self.lines[-1 - optional :]
         if "additionalProperties" in schema:
+            known = self.constant(frozenset(properties))
             key, item = self.variable(), self.variable()
-            loop = len(self.lines)
-            if properties:
-                self.line(depth, f"for {key}, {item} in {var}.items():")
-                self.line(
-                    depth + 1, f"if {key} in {self.constant(frozenset(properties))}: continue"
-                )
-            else:  # every property is an additional one
-                self.line(depth, f"for {item} in {var}.values():")
+            self.line(depth, f"for {key}, {item} in {var}.items():")
+            self.line(depth + 1, f"if {key} in {known}: continue")
             before = len(self.lines)
             self.emit(schema["additionalProperties"], item, depth + 1, f"{where}/additional")
             if len(self.lines) == before:
-                del self.lines[loop:]
+                del self.lines[-2:]
         if guarded and len(self.lines) == start + 1:  # nothing to check inside
             del self.lines[start:]
 
