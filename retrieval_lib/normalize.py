@@ -879,13 +879,13 @@ def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int
     for root in out_roots:
         if not root.is_dir() or lies_outside(root, root.parent):
             continue  # never sweep through a link out (find_input_runs refuses those runs)
-        for path in root.resolve().rglob("*" + DOCUMENT_SUFFIX):
-            if str(path) in written:
-                continue
-            metrics = path.with_name(path.name[: -len(DOCUMENT_SUFFIX)] + METRICS_SUFFIX)
-            path.unlink(missing_ok=True)
-            metrics.unlink(missing_ok=True)
-            removed += 1
+        for folder, dirs, files in os.walk(root.resolve()):  # symlinked folders not entered
+            for name in [*dirs, *files]:
+                path = os.path.join(folder, name)
+                if name.endswith(DOCUMENT_SUFFIX) and path not in written:
+                    Path(path).unlink(missing_ok=True)
+                    Path(path[: -len(DOCUMENT_SUFFIX)] + METRICS_SUFFIX).unlink(missing_ok=True)
+                    removed += 1
     return removed
 
 
