@@ -155,14 +155,17 @@ def begin_normalize(
 
 def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
     """``{path relative to events_dir: size}``; a path is resolved only when it is not
-    already an absolute path below the resolved ``events_dir`` (the writers resolve)."""
-    root = events_dir.resolve()
+    already below the resolved ``events_dir`` (the writers resolve; strings: per document)."""
+    root = str(events_dir.resolve())
+    prefix = root.rstrip("/") + "/"
     out: dict[str, int] = {}
     for raw in paths:
-        path = Path(raw)
-        if not path.is_absolute() or not path.is_relative_to(root):
-            path = path.resolve()
-        out[path.relative_to(root).as_posix()] = os.stat(path).st_size
+        path = os.path.normpath(raw)
+        if not path.startswith(prefix):
+            path = os.path.realpath(path)
+            if not path.startswith(prefix):
+                raise ValueError(f"{raw} is not in {root}")
+        out[path[len(prefix) :]] = os.stat(path).st_size
     return dict(sorted(out.items()))
 
 

@@ -150,7 +150,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    return Path(target)
+    return path if isinstance(path, Path) else Path(target)
 
 
 @contextlib.contextmanager
@@ -402,8 +402,9 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     followed).
 
     The resolved folder (``root`` and every part but the last) is remembered per process
-    and checked on each call by the (device, inode) of ``root`` and of that folder; the
-    last part is resolved in full only when it is a symlink (three system calls a call).
+    when it is a folder, not a symlink, and checked on each call by its (device, inode):
+    the same folder, still no symlink; the last part is resolved in full only when it is
+    a symlink (two system calls a call).
 
     Examples
     --------
@@ -418,7 +419,7 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
         if known is not None:
             folder, identity = known
             try:
-                still = _identity(root_text) + _identity(os.path.join(root_text, *cleaned[:-1]))
+                still = _identity(os.path.join(root_text, *cleaned[:-1]))
             except (OSError, ValueError):
                 still = None
             if still == identity:
@@ -440,14 +441,16 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
     return candidate_path
 
 
-#: ``(root, *folder parts) -> (resolved folder, identities of root and folder)``.
-_RESOLVED_FOLDERS: dict[tuple[str, ...], tuple[str, tuple[int, ...]]] = {}
+#: ``(root, *folder parts) -> (resolved folder, its identity)``.
+_RESOLVED_FOLDERS: dict[tuple[str, ...], tuple[str, tuple[int, int]]] = {}
 _MAX_RESOLVED_FOLDERS = 4096
 
 
-def _identity(path: str) -> tuple[int, int]:
-    found = os.stat(path)
-    return (found.st_dev, found.st_ino)
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the folder ``path``; ``None`` for a symlink (it may be re-pointed
+    in place: resolved each time) or anything else."""
+    found = os.lstat(path)
+    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
 
 
 def _remember_folder(root: str | os.PathLike[str], parts: list[str], base: Path) -> None:
@@ -455,11 +458,11 @@ def _remember_folder(root: str | os.PathLike[str], parts: list[str], base: Path)
     lies inside ``base``)."""
     root_text = os.fspath(root)
     try:
-        identity = _identity(root_text) + _identity(os.path.join(root_text, *parts))
+        identity = _identity(os.path.join(root_text, *parts))
         folder = base.joinpath(*parts).resolve()
     except (OSError, ValueError, RuntimeError):
         return  # not there yet (the write creates it) or unusable: resolve next time too
-    if lies_outside(folder, base):
+    if identity is None or lies_outside(folder, base):
         return
     if len(_RESOLVED_FOLDERS) >= _MAX_RESOLVED_FOLDERS:
         _RESOLVED_FOLDERS.clear()

@@ -479,73 +479,49 @@ def _normalize_one(
     pass_id: Any = None,
 ) -> TrialOutput:
     index = _task_index(tasks_root)
+    # The cyclic garbage collector is paused while the trial is normalised: a trial
+    # allocates tens of thousands of containers (the decoded trace lines) that all stay
+    # alive until it ends and are then freed by reference counting (decoded JSON holds no
+    # cycles); collections triggered meanwhile only traverse live objects, about a tenth
+    # of the CPU of a trial on natural-size traces (benchmarks/README.md). Whatever
+    # cycles a trial leaves are collected once the collector runs again.
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        with _cycle_collector_paused():
-            return _normalize_trial(
-                trial, result, index, out_root, is_latest, n_trials, suffix, pass_id
-            )
+        task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
+        ground_truth = load_ground_truth_cached(
+            task_dirs, tasks_root=index.root if index else None, pass_id=pass_id
+        )
+        doc, trace_bytes = build_document(
+            trial,
+            result,
+            ground_truth,
+            benchmark,
+            is_latest_trial=is_latest,
+            trials_for_pair=n_trials,
+        )
+        target = document_path(out_root, trial.config_name, result.task_name, suffix)
+        write_document(doc, target)
+        coverage = doc["coverage"]
+        return TrialOutput(
+            trial_dir=str(trial.trial_dir),
+            path=str(target),
+            task_name=result.task_name,
+            config_name=trial.config_name,
+            n_events=len(doc["events"]),
+            trace_bytes=trace_bytes,
+            degraded_reason=coverage["degraded_reason"],
+            no_trace=coverage["trace_source"] is None,
+            no_ground_truth=not coverage["has_ground_truth"],
+        )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
         error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
         return TrialOutput(
             str(trial.trial_dir), None, result.task_name, trial.config_name, 0, 0, None, error
         )
-
-
-@contextlib.contextmanager
-def _cycle_collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while one trial is normalised.
-
-    A trial allocates tens of thousands of containers (the decoded trace lines) that all
-    stay alive until the trial ends and are then freed by reference counting (decoded
-    JSON holds no cycles); collections triggered meanwhile only traverse live objects,
-    about a tenth of the CPU of a trial on natural-size traces (benchmarks/README.md).
-    Whatever cycles a trial leaves are collected once the collector runs again.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _normalize_trial(
-    trial: TrialRef,
-    result: TrialResult,
-    index: TaskIndex | None,
-    out_root: str,
-    is_latest: bool,
-    n_trials: int,
-    suffix: str | None,
-    pass_id: Any,
-) -> TrialOutput:
-    """:func:`_normalize_one`'s work, errors left to it."""
-    task_dirs, benchmark = index.lookup(result.task_name) if index else ([], None)
-    ground_truth = load_ground_truth_cached(
-        task_dirs, tasks_root=index.root if index else None, pass_id=pass_id
-    )
-    doc, trace_bytes = build_document(
-        trial,
-        result,
-        ground_truth,
-        benchmark,
-        is_latest_trial=is_latest,
-        trials_for_pair=n_trials,
-    )
-    target = document_path(out_root, trial.config_name, result.task_name, suffix)
-    write_document(doc, target)
-    return TrialOutput(
-        trial_dir=str(trial.trial_dir),
-        path=str(target),
-        task_name=result.task_name,
-        config_name=trial.config_name,
-        n_events=len(doc["events"]),
-        trace_bytes=trace_bytes,
-        degraded_reason=doc["coverage"]["degraded_reason"],
-        no_trace=doc["coverage"]["trace_source"] is None,
-        no_ground_truth=not doc["coverage"]["has_ground_truth"],
-    )
 
 
 _TASK_INDEX_CACHE: dict[str, TaskIndex] = {}
@@ -903,13 +879,13 @@ def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int
     for root in out_roots:
         if not root.is_dir() or lies_outside(root, root.parent):
             continue  # never sweep through a link out (find_input_runs refuses those runs)
-        for path in root.resolve().rglob("*" + DOCUMENT_SUFFIX):
-            if str(path) in written:
-                continue
-            metrics = path.with_name(path.name[: -len(DOCUMENT_SUFFIX)] + METRICS_SUFFIX)
-            path.unlink(missing_ok=True)
-            metrics.unlink(missing_ok=True)
-            removed += 1
+        for folder, dirs, files in os.walk(root.resolve()):  # symlinked folders not entered
+            for name in [*dirs, *files]:
+                path = os.path.join(folder, name)
+                if name.endswith(DOCUMENT_SUFFIX) and path not in written:
+                    Path(path).unlink(missing_ok=True)
+                    Path(path[: -len(DOCUMENT_SUFFIX)] + METRICS_SUFFIX).unlink(missing_ok=True)
+                    removed += 1
     return removed
 
 

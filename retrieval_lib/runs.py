@@ -183,7 +183,7 @@ def _listing(path: str | Path, left_out: LeftOut | None) -> list[os.DirEntry[str
         return None
 
 
-def _subdirs(path: Path, left_out: LeftOut | None = None) -> list[os.DirEntry[str]]:
+def _subdirs(path: str | Path, left_out: LeftOut | None = None) -> list[os.DirEntry[str]]:
     """Visible sub-folders of ``path`` sorted by name (``[]`` when it cannot be listed);
     a bad entry (a symlink loop, a symlink to nothing) is skipped alone, into ``left_out``.
     """
@@ -261,16 +261,16 @@ def _walk_trials(
 ) -> Iterator[tuple[str, str, str, bool]]:
     """``(level1, level2, trial folder, is_batch)`` names of every trial-like folder."""
     for level1 in _subdirs(run_dir, left_out):
-        for level2 in _subdirs(Path(level1.path), left_out):
+        for level2 in _subdirs(level1.path, left_out):
             is_batch = bool(_BATCH_TIMESTAMP_RE.match(level2.name))
-            for level3 in _subdirs(Path(level2.path), left_out):
+            for level3 in _subdirs(level2.path, left_out):
                 if _is_trial_dir(level3.path, left_out):
                     yield level1.name, level2.name, level3.name, is_batch
 
 
 def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[TrialRef]:
     for level1, level2, level3, is_batch in _walk_trials(run_dir, left_out):
-        trial_dir = run_dir / level1 / level2 / level3
+        trial_dir = run_dir.joinpath(level1, level2, level3)  # one pathlib join, not three
         why = _not_utf8(run_dir, level1, level2, level3)
         if why is not None:
             # named, never silently dropped; its siblings and the other runs go on

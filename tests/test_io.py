@@ -202,6 +202,21 @@ def test_safe_join_remembers_a_folder_but_follows_it_when_it_is_swapped(tmp_path
         safe_join(root, "cfg", "x.json")
 
 
+def test_safe_join_refuses_a_known_folder_moved_out_and_linked_back(tmp_path):
+    """The folder is the same one (same inode) but now reached through a link that leaves
+    the root: refused, not written through."""
+    import os
+
+    root, outside = tmp_path / "out", tmp_path / "outside"
+    (root / "cfg").mkdir(parents=True)
+    outside.mkdir()
+    assert safe_join(root, "cfg", "x.json") == (root / "cfg" / "x.json").resolve()  # remembered
+    os.rename(root / "cfg", outside / "cfg")
+    (root / "cfg").symlink_to(outside / "cfg")
+    with pytest.raises(UnsafePathError):
+        safe_join(root, "cfg", "x.json")
+
+
 def test_safe_join_refuses_a_target_that_is_a_link_out_even_in_a_known_folder(tmp_path):
     (tmp_path / "cfg").mkdir()
     assert safe_join(tmp_path, "cfg", "a.json").parent == (tmp_path / "cfg").resolve()

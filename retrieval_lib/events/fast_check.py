@@ -89,12 +89,16 @@ def compile_check(schema: dict[str, Any]) -> Callable[[Any], bool]:
 _ANY = frozenset(t for types in _TYPES.values() for t in types)
 
 
+class _Missing:
+    """The type of the value :func:`compile_check`'s checks read for an absent property."""
+
+
 class _Writer:
     """Writes the statements of one check function; constants go in its namespace."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.constants: dict[str, Any] = {"_MISSING": object()}
+        self.constants: dict[str, Any] = {"_MISSING": _Missing()}
         self._ids = itertools.count()
 
     def constant(self, value: Any) -> str:
@@ -137,11 +141,9 @@ class _Writer:
             if type(minimum) not in (int, float):
                 raise UnsupportedSchema(f"{where}: minimum must be a number")
             # numbers only (as in JSON Schema); ``<`` so that NaN passes as it does there
-            self.line(
-                depth,
-                f"if type({var}) in {self.constant(frozenset({int, float}))} "
-                f"and {var} < {minimum!r}: return False",
-            )
+            numbers = frozenset({int, float})
+            guard = "" if types <= numbers else f"type({var}) in {self.constant(numbers)} and "
+            self.line(depth, f"if {guard}{var} < {minimum!r}: return False")
         if "pattern" in schema:
             pattern = self.constant(re.compile(schema["pattern"]))
             # strings only; JSON Schema patterns are not anchored (``search``)
@@ -167,13 +169,27 @@ class _Writer:
             self.line(depth, f"if not {var}.keys() >= {self.constant(required)}: return False")
         properties = schema.get("properties", {})
         for name, sub in properties.items():
-            item = self.variable()
-            self.line(depth, f"{item} = {var}.get({name!r}, _MISSING)")
-            self.line(depth, f"if {item} is not _MISSING:")
+            item, at = self.variable(), f"{where}/properties/{name}"
+            optional = name not in required  # a required one is there (checked above)
+            if optional and isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
+                # the type alone, in one test: an absent property reads as a _Missing
+                kinds = _allowed_types(sub, at)
+                if kinds != _ANY:
+                    allowed = self.constant(kinds | {_Missing})
+                    self.line(
+                        depth,
+                        f"if type({var}.get({name!r}, _MISSING)) not in {allowed}: return False",
+                    )
+                continue
+            if optional:
+                self.line(depth, f"{item} = {var}.get({name!r}, _MISSING)")
+                self.line(depth, f"if {item} is not _MISSING:")
+            else:
+                self.line(depth, f"{item} = {var}[{name!r}]")
             before = len(self.lines)
-            self.emit(sub, item, depth + 1, f"{where}/properties/{name}")
+            self.emit(sub, item, depth + optional, at)
             if len(self.lines) == before:  # any value will do
-                del self.lines[-2:]
+                del self.lines[-1 - optional :]
         if "additionalProperties" in schema:
             known = self.constant(frozenset(properties))
             key, item = self.variable(), self.variable()
