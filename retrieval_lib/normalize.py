@@ -866,6 +866,11 @@ def _refuse_colliding_run_ids(runs: Sequence[Path]) -> None:
         )
 
 
+def _raise_unless_permission(error: OSError) -> None:
+    if not isinstance(error, PermissionError):
+        raise error
+
+
 def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int:
     """Delete documents (and their metrics files) a previous pass left in our output folders.
 
@@ -879,7 +884,8 @@ def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int
     for root in out_roots:
         if not root.is_dir() or lies_outside(root, root.parent):
             continue  # never sweep through a link out (find_input_runs refuses those runs)
-        for folder, dirs, files in os.walk(root.resolve()):  # symlinked folders not entered
+        # symlinked folders are not entered; an unreadable one is skipped, as rglob did
+        for folder, dirs, files in os.walk(root.resolve(), onerror=_raise_unless_permission):
             for name in [*dirs, *files]:
                 path = os.path.join(folder, name)
                 if name.endswith(DOCUMENT_SUFFIX) and path not in written:
