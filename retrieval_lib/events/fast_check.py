@@ -173,10 +173,12 @@ class _Writer:
         for name, sub in properties.items():
             item, at = self.variable(), f"{where}/properties/{name}"
             optional = name not in required  # a required one is there (checked above)
-            if optional and isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
+            if isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
                 # the type alone, in one test: an absent property reads as a _Missing
                 kinds = _allowed_types(sub, at)
-                if kinds != _ANY:
+                if not optional:
+                    self.emit(sub, f"{var}[{name!r}]", depth, at)
+                elif kinds != _ANY:
                     allowed = self.constant(kinds | {_Missing})
                     self.line(
                         depth,
