@@ -140,9 +140,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         try:
             # No fsync: rename is atomic against a crashed or killed process, which is
             # the failure we guard against; fsync per file would dominate run time.
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            written = os.write(fd, data)
+            while written < len(data):  # a short write: the rest
+                written += os.write(fd, memoryview(data)[written:])
         finally:
             os.close(fd)
         os.replace(tmp, target)

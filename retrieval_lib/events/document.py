@@ -126,12 +126,13 @@ def check_version(doc: Any, *, where: str = "document") -> None:
 def validate_document(doc: Any, *, where: str = "document") -> None:
     """Validate ``doc`` against the shipped schema; raise :class:`SchemaError` if invalid.
 
-    A quick exact-type pass decides most documents (everything normalisation writes);
-    whatever it cannot vouch for goes to the full validator, which also words the error.
+    A quick exact-type pass decides most documents (everything normalisation writes;
+    its ``schema_version`` pattern admits major version 1 only); whatever it cannot vouch
+    for goes to the version check and the full validator, which also words the error.
     """
-    check_version(doc, where=where)
     if _quick_check()(doc):
         return
+    check_version(doc, where=where)
     import fastjsonschema  # a core dependency
 
     try:
