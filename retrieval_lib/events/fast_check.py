@@ -114,6 +114,11 @@ class _Writer:
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
 
+    def type_test(self, depth: int, value: str, types: frozenset[type]) -> None:
+        only, *more = types
+        test = f"not in {self.constant(types)}" if more else f"is not {self.constant(only)}"
+        self.line(depth, f"if type({value}) {test}: return False")
+
     def emit(self, schema: Any, var: str, depth: int, where: str) -> None:
         """Statements that ``return False`` unless ``var`` is valid against ``schema``."""
         if schema is True or schema == {}:
@@ -130,11 +135,7 @@ class _Writer:
                 raise UnsupportedSchema(f"{where}: only enums of strings and null are supported")
             types &= _ENUM_TYPES
         if types != _ANY:
-            if len(types) == 1:
-                (only,) = types
-                self.line(depth, f"if type({var}) is not {self.constant(only)}: return False")
-            else:
-                self.line(depth, f"if type({var}) not in {self.constant(types)}: return False")
+            self.type_test(depth, var, types)
         if "enum" in schema:
             members = self.constant(frozenset(schema["enum"]))
             self.line(depth, f"if {var} not in {members}: return False")
@@ -176,14 +177,9 @@ class _Writer:
             if isinstance(sub, dict) and set(sub) - _ANNOTATIONS == {"type"}:
                 # the type alone, in one test: an absent property reads as a _Missing
                 kinds = _allowed_types(sub, at)
-                if not optional:
-                    self.emit(sub, f"{var}[{name!r}]", depth, at)
-                elif kinds != _ANY:
-                    allowed = self.constant(kinds | {_Missing})
-                    self.line(
-                        depth,
-                        f"if type({var}.get({name!r}, _MISSING)) not in {allowed}: return False",
-                    )
+                if kinds != _ANY:
+                    value = f"{var}.get({name!r}, _MISSING)" if optional else f"{var}[{name!r}]"
+                    self.type_test(depth, value, kinds | {_Missing} if optional else kinds)
                 continue
             if optional:
                 self.line(depth, f"{item} = {var}.get({name!r}, _MISSING)")
