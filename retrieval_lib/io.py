@@ -140,9 +140,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         try:
             # No fsync: rename is atomic against a crashed or killed process, which is
             # the failure we guard against; fsync per file would dominate run time.
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            written = os.write(fd, data)
+            while written < len(data):  # a short write: the rest
+                written += os.write(fd, memoryview(data)[written:])
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -431,7 +431,7 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
                 except (OSError, ValueError):
                     is_link = True  # let the full resolution say what is wrong
                 if not is_link:
-                    return Path(candidate)
+                    return folder / cleaned[-1]  # cheaper than parsing candidate again
     base = Path(root).resolve()
     candidate_path = base.joinpath(*cleaned).resolve()
     if lies_outside(candidate_path, base):
@@ -442,7 +442,7 @@ def safe_join(root: str | os.PathLike[str], *parts: str) -> Path:
 
 
 #: ``(root, *folder parts) -> (resolved folder, its identity)``.
-_RESOLVED_FOLDERS: dict[tuple[str, ...], tuple[str, tuple[int, int]]] = {}
+_RESOLVED_FOLDERS: dict[tuple[str, ...], tuple[Path, tuple[int, int]]] = {}
 _MAX_RESOLVED_FOLDERS = 4096
 
 
@@ -466,7 +466,7 @@ def _remember_folder(root: str | os.PathLike[str], parts: list[str], base: Path)
         return
     if len(_RESOLVED_FOLDERS) >= _MAX_RESOLVED_FOLDERS:
         _RESOLVED_FOLDERS.clear()
-    _RESOLVED_FOLDERS[(root_text, *parts)] = (str(folder), identity)
+    _RESOLVED_FOLDERS[(root_text, *parts)] = (folder, identity)
 
 
 class NotRegularFileError(OSError):

@@ -769,9 +769,8 @@ def summarize_events(events: list[dict[str, Any]], ground_truth_files: Sequence[
         if category == "file_write" or event.get("is_error") is True:
             continue  # a write is not retrieval; a failed call retrieved nothing
         accessed.update(event["target_files"])
-        matched = gt.intersection(event.get("matched_ground_truth_files", ()))
-        if matched:
-            hit.update(matched)
+        if not gt.isdisjoint(event.get("matched_ground_truth_files", ())):
+            hit.update(gt.intersection(event["matched_ground_truth_files"]))
             if first_hit is None or event["step_index"] < first_hit:
                 first_hit = event["step_index"]
     return {

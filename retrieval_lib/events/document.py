@@ -126,12 +126,12 @@ def check_version(doc: Any, *, where: str = "document") -> None:
 def validate_document(doc: Any, *, where: str = "document") -> None:
     """Validate ``doc`` against the shipped schema; raise :class:`SchemaError` if invalid.
 
-    A quick exact-type pass decides most documents (everything normalisation writes);
-    whatever it cannot vouch for goes to the full validator, which also words the error.
+    A quick exact-type pass (its version pattern admits major 1 only) decides most
+    documents; the rest go to the version check and the full validator (error wording).
     """
-    check_version(doc, where=where)
     if _quick_check()(doc):
         return
+    check_version(doc, where=where)
     import fastjsonschema  # a core dependency
 
     try:
