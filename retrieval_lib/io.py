@@ -247,10 +247,10 @@ _ISO_TIME = re.compile(
 )
 
 
-# The form traces and result.json write, which ``fromisoformat`` reads alike on 3.10 to
-# 3.13 once ``Z`` is spelt ``+00:00``: no rewriting needed.
+# The forms traces (zoned) and result.json (naive) write, which ``fromisoformat`` reads
+# alike on 3.10 to 3.13 once ``Z`` is spelt ``+00:00``: no rewriting needed.
 _PLAIN_ISO_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}(?:\d{3})?)?(?:Z|[+-]\d{2}:\d{2})",
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3}(?:\d{3})?)?(?:Z|[+-]\d{2}:\d{2})?",
     re.ASCII,
 )
 
@@ -276,29 +276,27 @@ def parse_iso_time(value: Any) -> datetime | None:
 @functools.lru_cache(maxsize=4096)  # a trial's times are read by its parser, then its events
 def _parse_iso_text(value: str) -> datetime | None:
     if _PLAIN_ISO_TIME.fullmatch(value):
-        try:
-            return datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] == "Z" else value)
-        except ValueError:  # out-of-range fields: month 13, hour 25, offset 24:00
+        text = value[:-1] + "+00:00" if value[-1] == "Z" else value
+    else:
+        match = _ISO_TIME.fullmatch(value.strip())
+        if match is None:
             return None
-    match = _ISO_TIME.fullmatch(value.strip())
-    if match is None:
-        return None
-    text = match["date"]
-    if match["clock"]:
-        text += "T" + match["clock"]
-        if match["fraction"]:
-            text += "." + match["fraction"][:6].ljust(6, "0")
-    zone = match["zone"]
-    if zone:
-        if zone in "Zz":
-            zone = "+00:00"
-        elif len(zone) == 3:
-            zone += ":00"
-        elif ":" not in zone:
-            zone = f"{zone[:3]}:{zone[3:]}"
-        if not match["clock"]:
-            text += "T00:00"
-        text += zone
+        text = match["date"]
+        if match["clock"]:
+            text += "T" + match["clock"]
+            if match["fraction"]:
+                text += "." + match["fraction"][:6].ljust(6, "0")
+        zone = match["zone"]
+        if zone:
+            if zone in "Zz":
+                zone = "+00:00"
+            elif len(zone) == 3:
+                zone += ":00"
+            elif ":" not in zone:
+                zone = f"{zone[:3]}:{zone[3:]}"
+            if not match["clock"]:
+                text += "T00:00"
+            text += zone
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:  # out-of-range fields: month 13, hour 25, offset 24:00

@@ -93,6 +93,12 @@ def test_atomic_write_gives_the_file_the_usual_mode(tmp_path):
         ("  2026-01-02T03  ", datetime(2026, 1, 2, 3, tzinfo=timezone.utc)),
         ("2026-01-02", datetime(2026, 1, 2, tzinfo=timezone.utc)),
         ("2026-01-02Z", datetime(2026, 1, 2, tzinfo=timezone.utc)),
+        # result.json's naive form: UTC, like every naive time
+        (
+            "2026-03-01T19:13:10.624996",
+            datetime(2026, 3, 1, 19, 13, 10, 624996, tzinfo=timezone.utc),
+        ),
+        ("2026-03-01T19:13:10.624", datetime(2026, 3, 1, 19, 13, 10, 624000, tzinfo=timezone.utc)),
     ],
 )
 def test_parse_iso_time_reads_the_same_forms_on_every_python(text, expected):
@@ -108,6 +114,7 @@ def test_parse_iso_time_reads_the_same_forms_on_every_python(text, expected):
         "2026-13-01T00:00:00Z",
         "2026-01-02T25:00",
         "2026-01-02T03:04:05+2400",
+        "2026-02-30T19:13:10.624996",
         17,
         None,
     ],
