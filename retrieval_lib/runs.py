@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from retrieval_lib.errors import InputError
 from retrieval_lib.io import (
     finite_number,
@@ -420,6 +422,18 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     except (OSError, ValueError, RuntimeError) as exc:  # permissions, a folder, a loop
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return None, f"{name} unreadable ({reason})"
+    # orjson reads what the json module reads, or refuses (a BOM, bytes that are not UTF-8,
+    # a lone surrogate, NaN, 1e400: all left to the json module below), except integers
+    # beyond 64 bits, which it reads as floats: a run of 19 digits goes to the json module.
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            return (
+                (data, None) if isinstance(data, dict) else (None, f"{name} is not a JSON object")
+            )
     replaced = None
     try:
         text = raw.decode("utf-8-sig")
@@ -442,6 +456,8 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     return data, replaced
 
 
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGIT_RUN = b"0" * 19
 _LONE_SURROGATE_RE = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
