@@ -414,9 +414,12 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     """
     path = os.path.join(folder, name)  # a string: this runs once per trial
     try:
-        if lies_outside(path, folder):
-            return None, f"{name} is a symlink out of the trial folder; not read"
-        raw = read_regular_bytes(path)
+        try:  # a file that is no symlink lies in its folder: no lstat needed
+            raw = read_regular_bytes(path, follow_symlinks=False)
+        except OSError:  # a symlink (or missing, ...): the checked read decides
+            if lies_outside(path, folder):
+                return None, f"{name} is a symlink out of the trial folder; not read"
+            raw = read_regular_bytes(path)
     except FileNotFoundError:
         return None, f"{name} missing"
     except (OSError, ValueError, RuntimeError) as exc:  # permissions, a folder, a loop
@@ -487,6 +490,10 @@ def _get(data: Any, *keys: str) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str | None:
@@ -653,13 +660,13 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
     exception_type = _exception_type(data.get("exception_info"), warnings)
     reward = _checked_reward(data, trial_dir, exception_type, warnings)
     agent_start, seconds = _agent_timing(data, warnings)
-    agent_result = data.get("agent_result")
+    agent_result = _object(data.get("agent_result"))
     counts = {
-        name: _checked_count(_get(agent_result, name), f"result.json agent_result.{name}", warnings)
+        name: _checked_count(agent_result.get(name), f"result.json agent_result.{name}", warnings)
         for name in ("n_input_tokens", "n_cache_tokens", "n_output_tokens")
     }
     cost = _checked_number(
-        _get(agent_result, "cost_usd"), "result.json agent_result.cost_usd", warnings
+        agent_result.get("cost_usd"), "result.json agent_result.cost_usd", warnings
     )
     if cost is not None and cost < 0:
         warnings.append(f"result.json agent_result.cost_usd is negative ({cost:g}); ignored")
@@ -745,10 +752,9 @@ def _checked_reward(
 
 def _agent_timing(data: dict[str, Any], warnings: list[str]) -> tuple[str | None, float | None]:
     """The agent's start time and its run time in seconds (``None`` when negative)."""
+    execution = _object(data.get("agent_execution"))
     agent_start, agent_end = (
-        _checked_time(
-            _get(data, "agent_execution", key), f"result.json agent_execution.{key}", warnings
-        )
+        _checked_time(execution.get(key), f"result.json agent_execution.{key}", warnings)
         for key in ("started_at", "finished_at")
     )
     start_moment, end_moment = parse_iso_time(agent_start), parse_iso_time(agent_end)

@@ -424,3 +424,12 @@ def test_result_json_nested_beyond_both_decoders(tmp_path: Path) -> None:
         None,
         "result.json is not usable JSON (nested too deeply)",
     )
+
+
+def test_result_json_linked_inside_the_trial_is_read(tmp_path: Path) -> None:
+    trial = tmp_path / "z-003__abcdefg"
+    (trial / "kept").mkdir(parents=True)
+    (trial / "kept" / "result.json").write_text('{"task_name": "z-003", "trial_name": "t"}')
+    (trial / "result.json").symlink_to("kept/result.json")
+    result = read_trial_result(trial)
+    assert (result.task_name, result.trial_name, result.has_result_json) == ("z-003", "t", True)
