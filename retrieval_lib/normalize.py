@@ -570,26 +570,22 @@ def _plan(
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (trial, result) in enumerate(zip(trials, results, strict=True)):
         groups[(trial.config_name, result.task_name)].append(i)
-    plan: list[tuple[TrialRef, TrialResult, bool, int, str | None]] = []
-    latest: set[int] = set()
-    suffix_of: dict[int, str | None] = {}
+    # (is_latest, trials_for_pair, suffix) per trial; a pair's only trial keeps the default
+    pairs: list[tuple[bool, int, str | None]] = [(True, 1, None)] * len(trials)
     for members in groups.values():
         if len(members) == 1:
-            suffix_of[members[0]] = None
-        else:
-            names = _trial_suffixes([trials[i] for i in members])
-            suffix_of.update(zip(members, names, strict=True))
+            continue
 
         # Latest by start time, then trial folder name: deterministic even without times.
         def key(i: int) -> tuple[float, str]:
             moment = parse_iso_time(results[i].started_at)
             return (moment.timestamp() if moment else float("-inf"), trials[i].trial_dir.name)
 
-        latest.add(max(members, key=key))
-    for i, (trial, result) in enumerate(zip(trials, results, strict=True)):
-        n = len(groups[(trial.config_name, result.task_name)])
-        plan.append((trial, result, i in latest, n, suffix_of[i]))
-    return plan
+        latest = max(members, key=key)
+        names = _trial_suffixes([trials[i] for i in members])
+        for i, name in zip(members, names, strict=True):
+            pairs[i] = (i == latest, len(members), name)
+    return [(t, r, *pair) for t, r, pair in zip(trials, results, pairs, strict=True)]
 
 
 def normalize_run(
