@@ -23,6 +23,7 @@ loader decides what a trial folder is, and all three canonicalise task names.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -425,35 +426,30 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     except (OSError, ValueError, RuntimeError) as exc:  # permissions, a folder, a loop
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return None, f"{name} unreadable ({reason})"
-    # orjson reads what the json module reads, or refuses (a BOM, bytes that are not UTF-8,
-    # a lone surrogate, NaN, 1e400: all left to the json module below), except integers
-    # beyond 64 bits, which it reads as floats: a run of 19 digits goes to the json module.
-    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_AS_ZERO):
-        try:
+    # orjson reads what the json module reads or refuses it (a BOM, bytes that are not
+    # UTF-8, a lone surrogate, NaN, 1e400), except integers beyond 64 bits, which it reads
+    # as floats: those, and a run of 19 digits, are left to the json module.
+    data, replaced = None, None
+    with contextlib.suppress(orjson.JSONDecodeError):
+        if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_AS_ZERO):
             data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            return (
-                (data, None) if isinstance(data, dict) else (None, f"{name} is not a JSON object")
+    if data is None:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8-sig", errors="replace")
+            replaced = (
+                f"{name} is not valid UTF-8 ({exc.reason} at byte {exc.start}); bad bytes replaced"
             )
-    replaced = None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8-sig", errors="replace")
-        replaced = (
-            f"{name} is not valid UTF-8 ({exc.reason} at byte {exc.start}); bad bytes replaced"
-        )
-    text, surrogates = without_lone_surrogates(text)
-    if surrogates:
-        replaced = f"{name} holds {surrogates} escaped lone surrogate(s); replaced by U+FFFD"
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return None, f"{name} is not valid JSON ({exc})"
-    except RecursionError:
-        return None, f"{name} is not usable JSON (nested too deeply)"
+        text, surrogates = without_lone_surrogates(text)
+        if surrogates:
+            replaced = f"{name} holds {surrogates} escaped lone surrogate(s); replaced by U+FFFD"
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            return None, f"{name} is not valid JSON ({exc})"
+        except RecursionError:
+            return None, f"{name} is not usable JSON (nested too deeply)"
     if not isinstance(data, dict):
         return None, f"{name} is not a JSON object"
     return data, replaced
