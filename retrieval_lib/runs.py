@@ -316,11 +316,6 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
     return list(_iter_trials(Path(run_dir), left_out))
 
 
-def _has_trials(folder: Path, left_out: LeftOut | None = None) -> bool:
-    """Whether a trial-like folder sits three levels below ``folder`` (usable or not)."""
-    return next(_walk_trials(folder, left_out), None) is not None
-
-
 def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> list[Path]:
     """Run folders under ``paths``; each path is a run folder or a folder of runs (any depth).
 
@@ -348,7 +343,7 @@ def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> lis
         if real in seen or depth > _MAX_SEARCH_DEPTH:
             return
         seen.add(real)
-        if _has_trials(folder, left_out):
+        if next(_walk_trials(folder, left_out), None) is not None:  # a trial-like folder
             if _not_utf8(folder) is None:
                 found.setdefault(real, folder)
             else:  # a run named in bytes that are not UTF-8: each of its trials is named
@@ -426,9 +421,8 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     except (OSError, ValueError, RuntimeError) as exc:  # permissions, a folder, a loop
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return None, f"{name} unreadable ({reason})"
-    # orjson reads what the json module reads or refuses it (a BOM, bytes that are not
-    # UTF-8, a lone surrogate, NaN, 1e400), except integers beyond 64 bits, which it reads
-    # as floats: those, and a run of 19 digits, are left to the json module.
+    # orjson reads what the json module reads or refuses it (a BOM, bad UTF-8, a lone
+    # surrogate, NaN, 1e400), but integers beyond 64 bits as floats: 19 digits go to json.
     data, replaced = None, None
     with contextlib.suppress(orjson.JSONDecodeError):
         if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_AS_ZERO):
@@ -652,7 +646,14 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
 
     raw_task, task_name = _task_names(data, trial_dir, warnings)
     trial_name = _text(data.get("trial_name")) or trial_dir.name
-    model, version = _model_and_version(data)
+    model = _text(_get(data, "config", "agent", "model_name"))
+    if model is not None:
+        model = model.split("/", 1)[1] if model.startswith("anthropic/") else model
+    else:
+        model = _text(_get(data, "agent_info", "model_info", "name"))
+    version = _text(_get(data, "agent_info", "version"))
+    if version is not None and version.strip().lower() == "unknown":
+        version = None
     exception_type = _exception_type(data.get("exception_info"), warnings)
     reward = _checked_reward(data, trial_dir, exception_type, warnings)
     agent_start, seconds = _agent_timing(data, warnings)
@@ -708,18 +709,6 @@ def _task_names(
             f"folder; using the trial folder name {task_name!r}"
         )
     return raw_task, task_name
-
-
-def _model_and_version(data: dict[str, Any]) -> tuple[str | None, str | None]:
-    model = _text(_get(data, "config", "agent", "model_name"))
-    if model is not None:
-        model = model.split("/", 1)[1] if model.startswith("anthropic/") else model
-    else:
-        model = _text(_get(data, "agent_info", "model_info", "name"))
-    version = _text(_get(data, "agent_info", "version"))
-    if version is not None and version.strip().lower() == "unknown":
-        version = None
-    return model, version
 
 
 def _checked_reward(
