@@ -779,14 +779,12 @@ class TaskIndex:
         self._tasks: dict[str, list[tuple[bool, str, Path]]] = {}
         for suite in _subdirs(self.root, self.left_out):
             suite_path = self.root / suite.name
-            if (suite_path / "task.toml").is_file():
-                # tasks_root is itself a suite folder
+            if (suite_path / "task.toml").is_file():  # tasks_root is itself a suite folder
                 self._add(suite.name, self.root.name, suite_path)
                 continue
             for task in _subdirs(suite_path, self.left_out):
                 self._add(task.name, suite.name, suite_path / task.name)
-        for folders in self._tasks.values():
-            # suites with task.toml first, then by suite name
+        for folders in self._tasks.values():  # suites with task.toml first, then by name
             folders.sort(key=lambda item: (not item[0], item[1]))
 
     def _add(self, task: str, suite: str, path: Path) -> None:
@@ -804,11 +802,13 @@ class TaskIndex:
         The suite is the first folder's: one with ``task.toml`` when any has it. A name
         cut short (the trial-folder fallback) resolves when exactly one task starts with it.
         """
-        canonical = canonical_task_name(task_name)
-        folders = self._tasks.get(task_name.strip().lower()) or self._tasks.get(canonical)
-        if not folders and len(canonical) >= 16:
-            matches = [name for name in self._tasks if name.startswith(canonical)]
-            folders = self._tasks[matches[0]] if len(matches) == 1 else None
+        folders = self._tasks.get(task_name.strip().lower())
+        if not folders:  # a raw name (prefixed, suffixed), or one cut short
+            canonical = canonical_task_name(task_name)
+            folders = self._tasks.get(canonical)
+            if not folders and len(canonical) >= 16:
+                matches = [name for name in self._tasks if name.startswith(canonical)]
+                folders = self._tasks[matches[0]] if len(matches) == 1 else None
         if not folders:
             return [], None
         return [path for _, _, path in folders], folders[0][1]
