@@ -528,8 +528,11 @@ def os_reason(exc: Exception) -> str:
     return getattr(exc, "strerror", None) or str(exc)
 
 
-def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
-    """The bytes of a regular file (at most ``limit``); anything else is refused unread.
+def read_regular_bytes(
+    path: str | os.PathLike[str], limit: int | None = None, *, follow_symlinks: bool = True
+) -> bytes:
+    """The bytes of a regular file (at most ``limit``); anything else is refused unread
+    (with ``follow_symlinks=False``, a symlink too: ``OSError``).
 
     The file is opened without blocking and checked with ``fstat`` before any byte is
     read, so a FIFO (which would wait forever for a writer) or a device such as
@@ -556,6 +559,7 @@ def read_regular_bytes(path: str | os.PathLike[str], limit: int | None = None) -
     retrieval_lib.io.NotRegularFileError: [Errno 22] is a FIFO, not a regular file: ...
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags |= 0 if follow_symlinks else os.O_NOFOLLOW
     fd = os.open(path, flags)
     try:
         found = os.fstat(fd)

@@ -238,7 +238,6 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
 
     named: list[str] = []  # trace files there but not regular files
     traj_size = _trace_size(trial_dir, TRAJECTORY_FILE, named)
-    traj_present = traj_size is not None
     if traj_size is not None:
         trace_bytes += traj_size
         traj_path = trial_dir / TRAJECTORY_FILE
@@ -272,16 +271,15 @@ def _load_trace(trial_dir: Path) -> tuple[ParsedTrace | None, dict[str, Any], in
 
     trace_state = "usable"
     if trajectory is None and transcript is None:
-        usable_files = traj_present or transcript_path is not None or bool(named)
+        usable_files = traj_size is not None or transcript_path is not None or bool(named)
         trace_state = "unusable" if usable_files else "absent"
-        if trace_state == "unusable":
-            reasons.insert(0, "no usable trace")
-        else:
-            reasons.insert(
-                0,
-                "no trace: neither agent/trajectory.json nor agent/claude-code.txt "
-                "(or agent/command-1/stdout.txt) exists",
-            )
+        reasons.insert(
+            0,
+            "no usable trace"
+            if usable_files
+            else "no trace: neither agent/trajectory.json nor agent/claude-code.txt "
+            "(or agent/command-1/stdout.txt) exists",
+        )
         trace = None
     else:
         trace = merge_traces(trajectory, transcript)
@@ -479,12 +477,9 @@ def _normalize_one(
     pass_id: Any = None,
 ) -> TrialOutput:
     index = _task_index(tasks_root)
-    # The cyclic garbage collector is paused while the trial is normalised: a trial
-    # allocates tens of thousands of containers (the decoded trace lines) that all stay
-    # alive until it ends and are then freed by reference counting (decoded JSON holds no
-    # cycles); collections triggered meanwhile only traverse live objects, about a tenth
-    # of the CPU of a trial on natural-size traces (benchmarks/README.md). Whatever
-    # cycles a trial leaves are collected once the collector runs again.
+    # The cyclic collector is paused during the trial: its tens of thousands of decoded
+    # trace containers live until it ends (then freed by reference counting, no cycles),
+    # so collections meanwhile are wasted, a tenth of a trial's CPU (benchmarks/README.md).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -570,26 +565,20 @@ def _plan(
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (trial, result) in enumerate(zip(trials, results, strict=True)):
         groups[(trial.config_name, result.task_name)].append(i)
-    plan: list[tuple[TrialRef, TrialResult, bool, int, str | None]] = []
-    latest: set[int] = set()
-    suffix_of: dict[int, str | None] = {}
+    pairs: list[tuple[bool, int, str | None]] = [(True, 1, None)] * len(trials)
     for members in groups.values():
         if len(members) == 1:
-            suffix_of[members[0]] = None
-        else:
-            names = _trial_suffixes([trials[i] for i in members])
-            suffix_of.update(zip(members, names, strict=True))
+            continue
 
         # Latest by start time, then trial folder name: deterministic even without times.
         def key(i: int) -> tuple[float, str]:
             moment = parse_iso_time(results[i].started_at)
             return (moment.timestamp() if moment else float("-inf"), trials[i].trial_dir.name)
 
-        latest.add(max(members, key=key))
-    for i, (trial, result) in enumerate(zip(trials, results, strict=True)):
-        n = len(groups[(trial.config_name, result.task_name)])
-        plan.append((trial, result, i in latest, n, suffix_of[i]))
-    return plan
+        latest = max(members, key=key)
+        for i, name in zip(members, _trial_suffixes([trials[i] for i in members]), strict=True):
+            pairs[i] = (i == latest, len(members), name)
+    return [(t, r, *pair) for t, r, pair in zip(trials, results, pairs, strict=True)]
 
 
 def normalize_run(

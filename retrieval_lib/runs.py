@@ -23,6 +23,7 @@ loader decides what a trial folder is, and all three canonicalise task names.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -32,6 +33,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import orjson
 
 from retrieval_lib.errors import InputError
 from retrieval_lib.io import (
@@ -313,11 +316,6 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
     return list(_iter_trials(Path(run_dir), left_out))
 
 
-def _has_trials(folder: Path, left_out: LeftOut | None = None) -> bool:
-    """Whether a trial-like folder sits three levels below ``folder`` (usable or not)."""
-    return next(_walk_trials(folder, left_out), None) is not None
-
-
 def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> list[Path]:
     """Run folders under ``paths``; each path is a run folder or a folder of runs (any depth).
 
@@ -345,7 +343,7 @@ def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> lis
         if real in seen or depth > _MAX_SEARCH_DEPTH:
             return
         seen.add(real)
-        if _has_trials(folder, left_out):
+        if next(_walk_trials(folder, left_out), None) is not None:  # a trial-like folder
             if _not_utf8(folder) is None:
                 found.setdefault(real, folder)
             else:  # a run named in bytes that are not UTF-8: each of its trials is named
@@ -412,36 +410,47 @@ def _load_json_object(folder: Path, name: str) -> tuple[dict[str, Any] | None, s
     """
     path = os.path.join(folder, name)  # a string: this runs once per trial
     try:
-        if lies_outside(path, folder):
-            return None, f"{name} is a symlink out of the trial folder; not read"
-        raw = read_regular_bytes(path)
+        try:  # a file that is no symlink lies in its folder: no lstat needed
+            raw = read_regular_bytes(path, follow_symlinks=False)
+        except OSError:  # a symlink (or missing, ...): the checked read decides
+            if lies_outside(path, folder):
+                return None, f"{name} is a symlink out of the trial folder; not read"
+            raw = read_regular_bytes(path)
     except FileNotFoundError:
         return None, f"{name} missing"
     except (OSError, ValueError, RuntimeError) as exc:  # permissions, a folder, a loop
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         return None, f"{name} unreadable ({reason})"
-    replaced = None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8-sig", errors="replace")
-        replaced = (
-            f"{name} is not valid UTF-8 ({exc.reason} at byte {exc.start}); bad bytes replaced"
-        )
-    text, surrogates = without_lone_surrogates(text)
-    if surrogates:
-        replaced = f"{name} holds {surrogates} escaped lone surrogate(s); replaced by U+FFFD"
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return None, f"{name} is not valid JSON ({exc})"
-    except RecursionError:
-        return None, f"{name} is not usable JSON (nested too deeply)"
+    # orjson reads what the json module reads or refuses it (a BOM, bad UTF-8, a lone
+    # surrogate, NaN, 1e400), but integers beyond 64 bits as floats: 19 digits go to json.
+    data, replaced = None, None
+    with contextlib.suppress(orjson.JSONDecodeError):
+        if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_AS_ZERO):
+            data = orjson.loads(raw)
+    if data is None:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            text = raw.decode("utf-8-sig", errors="replace")
+            replaced = (
+                f"{name} is not valid UTF-8 ({exc.reason} at byte {exc.start}); bad bytes replaced"
+            )
+        text, surrogates = without_lone_surrogates(text)
+        if surrogates:
+            replaced = f"{name} holds {surrogates} escaped lone surrogate(s); replaced by U+FFFD"
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            return None, f"{name} is not valid JSON ({exc})"
+        except RecursionError:
+            return None, f"{name} is not usable JSON (nested too deeply)"
     if not isinstance(data, dict):
         return None, f"{name} is not a JSON object"
     return data, replaced
 
 
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGIT_RUN = b"0" * 19
 _LONE_SURROGATE_RE = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
@@ -471,6 +480,10 @@ def _get(data: Any, *keys: str) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _text(value: Any) -> str | None:
@@ -633,17 +646,24 @@ def read_trial_result(trial_dir: Path) -> TrialResult:
 
     raw_task, task_name = _task_names(data, trial_dir, warnings)
     trial_name = _text(data.get("trial_name")) or trial_dir.name
-    model, version = _model_and_version(data)
+    model = _text(_get(data, "config", "agent", "model_name"))
+    if model is not None:
+        model = model.split("/", 1)[1] if model.startswith("anthropic/") else model
+    else:
+        model = _text(_get(data, "agent_info", "model_info", "name"))
+    version = _text(_get(data, "agent_info", "version"))
+    if version is not None and version.strip().lower() == "unknown":
+        version = None
     exception_type = _exception_type(data.get("exception_info"), warnings)
     reward = _checked_reward(data, trial_dir, exception_type, warnings)
     agent_start, seconds = _agent_timing(data, warnings)
-    agent_result = data.get("agent_result")
+    agent_result = _object(data.get("agent_result"))
     counts = {
-        name: _checked_count(_get(agent_result, name), f"result.json agent_result.{name}", warnings)
+        name: _checked_count(agent_result.get(name), f"result.json agent_result.{name}", warnings)
         for name in ("n_input_tokens", "n_cache_tokens", "n_output_tokens")
     }
     cost = _checked_number(
-        _get(agent_result, "cost_usd"), "result.json agent_result.cost_usd", warnings
+        agent_result.get("cost_usd"), "result.json agent_result.cost_usd", warnings
     )
     if cost is not None and cost < 0:
         warnings.append(f"result.json agent_result.cost_usd is negative ({cost:g}); ignored")
@@ -691,18 +711,6 @@ def _task_names(
     return raw_task, task_name
 
 
-def _model_and_version(data: dict[str, Any]) -> tuple[str | None, str | None]:
-    model = _text(_get(data, "config", "agent", "model_name"))
-    if model is not None:
-        model = model.split("/", 1)[1] if model.startswith("anthropic/") else model
-    else:
-        model = _text(_get(data, "agent_info", "model_info", "name"))
-    version = _text(_get(data, "agent_info", "version"))
-    if version is not None and version.strip().lower() == "unknown":
-        version = None
-    return model, version
-
-
 def _checked_reward(
     data: dict[str, Any], trial_dir: Path, exception_type: str | None, warnings: list[str]
 ) -> float | None:
@@ -729,10 +737,9 @@ def _checked_reward(
 
 def _agent_timing(data: dict[str, Any], warnings: list[str]) -> tuple[str | None, float | None]:
     """The agent's start time and its run time in seconds (``None`` when negative)."""
+    execution = _object(data.get("agent_execution"))
     agent_start, agent_end = (
-        _checked_time(
-            _get(data, "agent_execution", key), f"result.json agent_execution.{key}", warnings
-        )
+        _checked_time(execution.get(key), f"result.json agent_execution.{key}", warnings)
         for key in ("started_at", "finished_at")
     )
     start_moment, end_moment = parse_iso_time(agent_start), parse_iso_time(agent_end)
@@ -772,14 +779,12 @@ class TaskIndex:
         self._tasks: dict[str, list[tuple[bool, str, Path]]] = {}
         for suite in _subdirs(self.root, self.left_out):
             suite_path = self.root / suite.name
-            if (suite_path / "task.toml").is_file():
-                # tasks_root is itself a suite folder
+            if (suite_path / "task.toml").is_file():  # tasks_root is itself a suite folder
                 self._add(suite.name, self.root.name, suite_path)
                 continue
             for task in _subdirs(suite_path, self.left_out):
                 self._add(task.name, suite.name, suite_path / task.name)
-        for folders in self._tasks.values():
-            # suites with task.toml first, then by suite name
+        for folders in self._tasks.values():  # suites with task.toml first, then by name
             folders.sort(key=lambda item: (not item[0], item[1]))
 
     def _add(self, task: str, suite: str, path: Path) -> None:
@@ -797,11 +802,13 @@ class TaskIndex:
         The suite is the first folder's: one with ``task.toml`` when any has it. A name
         cut short (the trial-folder fallback) resolves when exactly one task starts with it.
         """
-        canonical = canonical_task_name(task_name)
-        folders = self._tasks.get(task_name.strip().lower()) or self._tasks.get(canonical)
-        if not folders and len(canonical) >= 16:
-            matches = [name for name in self._tasks if name.startswith(canonical)]
-            folders = self._tasks[matches[0]] if len(matches) == 1 else None
+        folders = self._tasks.get(task_name.strip().lower())
+        if not folders:  # a raw name (prefixed, suffixed), or one cut short
+            canonical = canonical_task_name(task_name)
+            folders = self._tasks.get(canonical)
+            if not folders and len(canonical) >= 16:
+                matches = [name for name in self._tasks if name.startswith(canonical)]
+                folders = self._tasks[matches[0]] if len(matches) == 1 else None
         if not folders:
             return [], None
         return [path for _, _, path in folders], folders[0][1]

@@ -388,3 +388,48 @@ def test_corpus_mcp_django_result_fields() -> None:
     )
     assert result.cost_usd is None
     assert result.started_at == "2026-02-28T03:14:34.586121"
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        # where orjson and the json module differ; read_trial_result must give json's value
+        (b'{"n": 18446744073709551616, "m": -9223372036854775809}', None),  # beyond 64 bits
+        (b'{"n": 9223372036854775807, "f": 12345678901234567890.5}', None),
+        (b'{"n": NaN, "i": -Infinity, "e": 1e400}', None),
+        (b'{"a": 1, "a": 2}', None),
+        (b"\xef\xbb\xbf" + b'{"a": [1.5, "\\u00e9"]}', None),
+        (b'{"a": "cut \\ud83d", "b": "\\ud83d\\ude00"}', "1 escaped lone surrogate(s)"),
+        (b'{"a": "\xff"}', "is not valid UTF-8 (invalid start byte at byte 7)"),
+        (b'{"a": ' + b"[" * 500 + b"]" * 500 + b"}", None),  # orjson's depth limit: 1024
+    ],
+)
+def test_result_json_is_read_as_the_json_module_reads_it(
+    tmp_path: Path, raw: bytes, problem: str | None
+) -> None:
+    from retrieval_lib.runs import _load_json_object
+
+    (tmp_path / "result.json").write_bytes(raw)
+    data, found = _load_json_object(tmp_path, "result.json")
+    text = raw.decode("utf-8-sig", errors="replace").replace('\\ud83d"', '\\ufffd"')
+    assert repr(data) == repr(json.loads(text))  # repr: an int stays an int, nan is nan
+    assert (found is None) if problem is None else (problem in str(found))
+
+
+def test_result_json_nested_beyond_both_decoders(tmp_path: Path) -> None:
+    (tmp_path / "result.json").write_bytes(b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}")
+    from retrieval_lib.runs import _load_json_object
+
+    assert _load_json_object(tmp_path, "result.json") == (
+        None,
+        "result.json is not usable JSON (nested too deeply)",
+    )
+
+
+def test_result_json_linked_inside_the_trial_is_read(tmp_path: Path) -> None:
+    trial = tmp_path / "z-003__abcdefg"
+    (trial / "kept").mkdir(parents=True)
+    (trial / "kept" / "result.json").write_text('{"task_name": "z-003", "trial_name": "t"}')
+    (trial / "result.json").symlink_to("kept/result.json")
+    result = read_trial_result(trial)
+    assert (result.task_name, result.trial_name, result.has_result_json) == ("z-003", "t", True)

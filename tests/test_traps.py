@@ -1283,10 +1283,10 @@ def test_permission_denied_result_json(tmp_path: Path, monkeypatch: pytest.Monke
 
         real_read = retrieval_lib.runs.read_regular_bytes
 
-        def read_bytes(path: Path, limit: int | None = None) -> bytes:
+        def read_bytes(path: Path, limit: int | None = None, **options: Any) -> bytes:
             if Path(path) == result:
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-            return real_read(path, limit)
+            return real_read(path, limit, **options)
 
         monkeypatch.setattr(retrieval_lib.runs, "read_regular_bytes", read_bytes)
     try:
