@@ -381,14 +381,8 @@ class _TrajectoryParser:
                     f"step #{number}: arguments of {name} are not a JSON object, dropped"
                 )
             arguments = {}
-        return ToolCall(
-            call_id=call_id if isinstance(call_id, str) else None,
-            name=name,
-            arguments=arguments,
-            timestamp=timestamp,
-            is_sidechain=sidechain,
-            source="trajectory",
-        )
+        call_id = call_id if isinstance(call_id, str) else None
+        return ToolCall(call_id, name, arguments, timestamp=timestamp, is_sidechain=sidechain)
 
     @staticmethod
     def _collect_metadata(

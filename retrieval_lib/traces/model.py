@@ -14,7 +14,7 @@ from typing import Any, Literal
 TraceSource = Literal["trajectory", "transcript", "merged"]
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolCall:
     """One tool invocation and its result, in execution order.
 
