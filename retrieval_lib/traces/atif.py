@@ -337,25 +337,25 @@ class _TrajectoryParser:
         subagent_refs: dict[str, list[Any]],
     ) -> None:
         """A step's observation results by call id (the first wins), and subagent references."""
-        if isinstance(observation.get("results"), list):
-            for result in observation["results"]:
-                if not isinstance(result, dict):
-                    continue
-                call_id = result.get("source_call_id")
-                if not isinstance(call_id, str):
-                    self.warnings.append(
-                        f"step #{number}: observation result without source_call_id, skipped"
-                    )
-                    continue
-                if call_id in results:
-                    self.warnings.append(
-                        f"step #{number}: second result for call {call_id} ignored"
-                    )
-                    continue
-                results[call_id] = content_text(result.get("content"))
-                ref = result.get("subagent_trajectory_ref")
-                if ref:
-                    subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
+        found = observation.get("results")
+        if not isinstance(found, list):
+            return
+        for result in found:
+            if not isinstance(result, dict):
+                continue
+            call_id = result.get("source_call_id")
+            if not isinstance(call_id, str):
+                self.warnings.append(
+                    f"step #{number}: observation result without source_call_id, skipped"
+                )
+                continue
+            if call_id in results:
+                self.warnings.append(f"step #{number}: second result for call {call_id} ignored")
+                continue
+            results[call_id] = content_text(result.get("content"))
+            ref = result.get("subagent_trajectory_ref")
+            if ref:
+                subagent_refs[call_id] = ref if isinstance(ref, list) else [ref]
 
     def _tool_call(
         self, entry: Any, number: int, timestamp: str | None, sidechain: bool | None
