@@ -361,3 +361,51 @@ def test_placeholder_only_messages_without_final_metrics(tmp_path):
         "message(s) carries a final count (2 repeat one figure on every step); "
         "output_tokens 8 is their sum, the true output count is unknown"
     )
+
+
+def test_step_clock_validates_every_timestamp_and_orders_by_instant(tmp_path):
+    # Why no string-ordering shortcut: a plain-form string can be an impossible date
+    # (02-30), and zones make text order differ from time order (the +02:00 step is
+    # text-later but one hour earlier). Expected: an independent datetime rule.
+    from datetime import datetime, timezone
+
+    stamps = [
+        "2026-02-28T03:15:10.000Z",
+        "2026-02-30T03:15:11.000Z",  # impossible date, plain form
+        "2026-02-28T04:15:12.000+02:00",  # 02:15:12 UTC: backwards
+        "2026-02-28T03:15:13.000Z",
+        "2026-02-28T03:15:12.999Z",  # text and time both earlier: backwards
+        "2026-02-28 03:15:14Z",  # other form, later
+        "2026-02-28T03:15:14.5Z",  # fraction of one digit, later still
+    ]
+    steps = [
+        {"step_id": n, "source": "agent", "timestamp": stamp,
+         "tool_calls": [{"tool_call_id": f"t{n}", "function_name": "Read", "arguments": {}}]}
+        for n, stamp in enumerate(stamps, start=1)
+    ]  # fmt: skip
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps({"schema_version": "ATIF-v1.2", "steps": steps}))
+    trace = parse_atif(path)
+
+    def instant(text):
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace(".5+", ".500+"))
+        except ValueError:
+            return None
+        return moment.astimezone(timezone.utc)
+
+    unparseable, backwards, latest = [], [], None
+    for number, stamp in enumerate(stamps, start=1):
+        moment = instant(stamp)
+        if moment is None:
+            unparseable.append(number)
+        elif latest is not None and moment < latest:
+            backwards.append(number)
+        else:
+            latest = moment
+    assert (unparseable, backwards) == ([2], [3, 5])
+    assert [c.timestamp for c in trace.tool_calls] == [
+        None if n in unparseable else s for n, s in enumerate(stamps, start=1)
+    ]
+    assert "1 step timestamp(s) are not ISO 8601 (first at step #2)" in " ".join(trace.warnings)
+    assert "step timestamps go backwards 2 time(s) (first at step #3)" in " ".join(trace.warnings)
