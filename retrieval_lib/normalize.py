@@ -62,6 +62,7 @@ from retrieval_lib.io import file_kind, lies_outside, os_reason, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     LeftOut,
+    Listings,
     TaskIndex,
     TrialRef,
     TrialResult,
@@ -690,7 +691,8 @@ def normalize_paths(
     start = time.perf_counter()
     check_tasks_root(tasks_root)
     left_out = LeftOut()
-    runs = find_input_runs(paths, out, left_out)
+    listings: Listings = {}  # made while finding the runs, reused once to find their trials
+    runs = find_input_runs(paths, out, left_out, listings)
     report = NormalizeReport(runs=[str(r) for r in runs])
     root = str(Path(tasks_root).resolve()) if tasks_root is not None else None
     if root is not None:
@@ -705,7 +707,7 @@ def normalize_paths(
         from tqdm import tqdm
 
         bar = tqdm(total=0, unit="trial", file=sys.stderr, leave=False)
-    tracker = _RunTracker(report, bar, on_run_done, left_out)
+    tracker = _RunTracker(report, bar, on_run_done, left_out, listings)
     jobs = tracker.jobs(runs, root, out)
     with contextlib.ExitStack() as stack:
         if bar is not None:
@@ -736,11 +738,13 @@ class _RunTracker:
         bar: Any = None,
         on_run_done: Callable[[str, Path, int], Any] | None = None,
         left_out: LeftOut | None = None,
+        listings: Listings | None = None,
     ):
         self.report = report
         self.bar = bar
         self.on_run_done = on_run_done
         self.left_out = left_out if left_out is not None else LeftOut()
+        self.listings = listings
         # per output root (one per run): run folder, trials not back yet, paths written
         self.open: dict[str, tuple[str, list[int], set[str]]] = {}
         self.pass_id = os.urandom(8)  # this pass's trials check a task's ground truth once
@@ -750,7 +754,7 @@ class _RunTracker:
     ) -> Iterator[tuple[Any, ...]]:
         for run_dir in runs:
             out_root = output_root(run_dir, out)
-            plan = _plan(discover_trials(run_dir, self.left_out))
+            plan = _plan(discover_trials(run_dir, self.left_out, self.listings))
             key = str(out_root)
             # before any document is written: the run is incomplete until _close
             begin_normalize(out_root, run=run_dir, tasks_root=tasks_root)
@@ -792,10 +796,14 @@ class _RunTracker:
 
 
 def find_input_runs(
-    paths: Iterable[str | Path], out: str | Path | None, left_out: LeftOut | None = None
+    paths: Iterable[str | Path],
+    out: str | Path | None,
+    left_out: LeftOut | None = None,
+    listings: Listings | None = None,
 ) -> list[Path]:
     """The run folders under ``paths``, resolved (so that "." has a name: the run id is the
-    run folder's name). Entries the search skipped are recorded in ``left_out``.
+    run folder's name). Entries the search skipped are recorded in ``left_out``; the
+    folders it listed in ``listings`` (see :func:`~retrieval_lib.runs.discover_runs`).
 
     Raises
     ------
@@ -806,7 +814,7 @@ def find_input_runs(
     """
     paths = list(paths)
     found = left_out if left_out is not None else LeftOut()
-    runs = discover_runs([Path(p).resolve() for p in paths], found)
+    runs = discover_runs([Path(p).resolve() for p in paths], found, listings)
     if not runs:
         skipped = "".join(f"; left out: {p}: {r}" for p, r in found.entries()[:5])
         raise InputError(

@@ -257,11 +257,12 @@ def _runs_by_size(
     from retrieval_lib.normalize import find_input_runs
     from retrieval_lib.runs import discover_trials
 
-    runs = find_input_runs(paths, out, left_out)
+    listings: dict[str, Any] = {}  # made while finding the runs, reused to count trials
+    runs = find_input_runs(paths, out, left_out, listings)
     small: list[tuple[Path, int]] = []
     large: list[Path] = []
     for run in runs:
-        n = len(discover_trials(run, left_out))
+        n = len(discover_trials(run, left_out, listings))
         if n <= limit:
             small.append((run, n))
         else:

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import orjson
 
@@ -49,6 +49,7 @@ from retrieval_lib.safe_text import describe_value
 __all__ = [
     "OUTPUT_DIRNAMES",
     "LeftOut",
+    "Listings",
     "TaskIndex",
     "TrialRef",
     "TrialResult",
@@ -175,23 +176,45 @@ def printable_path(path: str | bytes | os.PathLike[str]) -> str:
     return text
 
 
-def _listing(path: str | Path, left_out: LeftOut | None) -> list[os.DirEntry[str]] | None:
+#: Folder listings of one search (``None``: the folder could not be listed), by path.
+Listings: TypeAlias = dict[str, list[os.DirEntry[str]] | None]
+
+
+@dataclass(frozen=True)
+class _Search:
+    """What a walk records as it goes: entries left out, and (``listings``) the folders
+    it listed, kept (``keep``, :func:`discover_runs`) or each taken once (reused)."""
+
+    left_out: LeftOut | None = None
+    listings: Listings | None = None
+    keep: bool = False
+
+
+def _listing(path: str | Path, search: _Search) -> list[os.DirEntry[str]] | None:
     """The entries of ``path``; ``None``, recorded in ``left_out``, when it cannot be listed."""
+    key = os.fspath(path)
+    listings = search.listings
+    if listings is not None and key in listings:
+        return listings[key] if search.keep else listings.pop(key)
     try:
-        with os.scandir(path) as entries:
-            return list(entries)
+        with os.scandir(path) as scan:
+            entries: list[os.DirEntry[str]] | None = list(scan)
     except OSError as exc:
-        if left_out is not None:
-            left_out.add(path, f"cannot be listed ({os_reason(exc)})")
-        return None
+        if search.left_out is not None:
+            search.left_out.add(path, f"cannot be listed ({os_reason(exc)})")
+        entries = None
+    if search.keep and listings is not None:
+        listings[key] = entries
+    return entries
 
 
-def _subdirs(path: str | Path, left_out: LeftOut | None = None) -> list[os.DirEntry[str]]:
+def _subdirs(path: str | Path, search: _Search) -> list[os.DirEntry[str]]:
     """Visible sub-folders of ``path`` sorted by name (``[]`` when it cannot be listed);
     a bad entry (a symlink loop, a symlink to nothing) is skipped alone, into ``left_out``.
     """
     found: list[os.DirEntry[str]] = []
-    for entry in _listing(path, left_out) or ():
+    left_out = search.left_out
+    for entry in _listing(path, search) or ():
         if entry.name.startswith(".") or entry.name in OUTPUT_DIRNAMES:
             continue
         try:
@@ -214,13 +237,14 @@ def _dangling_reason(path: str) -> str:
     return "a symlink that cannot be followed"
 
 
-def _is_trial_dir(path: str, left_out: LeftOut | None = None) -> bool:
+def _is_trial_dir(path: str, search: _Search) -> bool:
     """A trial folder has ``agent/`` or a trial-level ``result.json`` (see module doc).
 
     One that cannot be listed, or whose ``result.json`` cannot be read while it has no
     ``agent/``, may be a trial: it goes to ``left_out``, never dropped without a word.
     """
-    entries = _listing(path, left_out)
+    entries = _listing(path, search)
+    left_out = search.left_out
     if entries is None:
         return False
     has_result = holds_trials = False
@@ -259,20 +283,19 @@ def _not_utf8(run_dir: Path, *names: str) -> str | None:
     return None
 
 
-def _walk_trials(
-    run_dir: Path, left_out: LeftOut | None = None
-) -> Iterator[tuple[str, str, str, bool]]:
+def _walk_trials(run_dir: Path, search: _Search) -> Iterator[tuple[str, str, str, bool]]:
     """``(level1, level2, trial folder, is_batch)`` names of every trial-like folder."""
-    for level1 in _subdirs(run_dir, left_out):
-        for level2 in _subdirs(level1.path, left_out):
+    for level1 in _subdirs(run_dir, search):
+        for level2 in _subdirs(level1.path, search):
             is_batch = bool(_BATCH_TIMESTAMP_RE.match(level2.name))
-            for level3 in _subdirs(level2.path, left_out):
-                if _is_trial_dir(level3.path, left_out):
+            for level3 in _subdirs(level2.path, search):
+                if _is_trial_dir(level3.path, search):
                     yield level1.name, level2.name, level3.name, is_batch
 
 
-def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[TrialRef]:
-    for level1, level2, level3, is_batch in _walk_trials(run_dir, left_out):
+def _iter_trials(run_dir: Path, search: _Search) -> Iterator[TrialRef]:
+    left_out = search.left_out
+    for level1, level2, level3, is_batch in _walk_trials(run_dir, search):
         trial_dir = run_dir.joinpath(level1, level2, level3)  # one pathlib join, not three
         why = _not_utf8(run_dir, level1, level2, level3)
         if why is not None:
@@ -291,7 +314,9 @@ def _iter_trials(run_dir: Path, left_out: LeftOut | None = None) -> Iterator[Tri
         )
 
 
-def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[TrialRef]:
+def discover_trials(
+    run_dir: Path, left_out: LeftOut | None = None, listings: Listings | None = None
+) -> list[TrialRef]:
     """Every trial of one run folder, in both layouts, sorted by path.
 
     Parameters
@@ -302,6 +327,9 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
         Receives the entries skipped on the way (a symlink loop, a folder that cannot be
         listed, an unreadable trial-level ``result.json``, a trial whose folder names are
         not UTF-8: named with its bytes as ``\\xNN``); their siblings are still found.
+    listings
+        The listings :func:`discover_runs` kept in the same pass: each folder listed there
+        is not listed again, and its listing is dropped once used.
 
     Returns
     -------
@@ -313,17 +341,21 @@ def discover_trials(run_dir: Path, left_out: LeftOut | None = None) -> list[Tria
     >>> discover_trials(Path("runs/official/ccb_design_haiku_20260228_025547"))  # doctest: +SKIP
     [TrialRef(..., config_name='baseline-local-direct', batch_timestamp='2026-02-28__03-13-55', ...)]
     """
-    return list(_iter_trials(Path(run_dir), left_out))
+    return list(_iter_trials(Path(run_dir), _Search(left_out, listings)))
 
 
-def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> list[Path]:
+def discover_runs(
+    paths: Sequence[Path], left_out: LeftOut | None = None, listings: Listings | None = None
+) -> list[Path]:
     """Run folders under ``paths``; each path is a run folder or a folder of runs (any depth).
 
     A folder is a run when a trial sits three levels below it; otherwise its sub-folders
     are searched (hidden and output folders skipped, symlink loops cut, at most
     8 levels deep). A folder that cannot be listed and a bad entry (a symlink loop, a
     symlink to nothing) are skipped alone, recorded in ``left_out``, and their siblings
-    are still searched.
+    are still searched. Deciding that a folder of runs is not itself a run lists every
+    folder three levels below it (the batch folders of its runs); with ``listings``, every
+    listing is kept there for :func:`discover_trials` to reuse.
 
     Raises
     ------
@@ -337,20 +369,21 @@ def discover_runs(paths: Sequence[Path], left_out: LeftOut | None = None) -> lis
     """
     found: dict[str, Path] = {}
     seen: set[str] = set()
+    search = _Search(left_out, listings, keep=True)
 
     def visit(folder: Path, depth: int) -> None:
         real = os.path.realpath(folder)
         if real in seen or depth > _MAX_SEARCH_DEPTH:
             return
         seen.add(real)
-        if next(_walk_trials(folder, left_out), None) is not None:  # a trial-like folder
+        if next(_walk_trials(folder, search), None) is not None:  # a trial-like folder
             if _not_utf8(folder) is None:
                 found.setdefault(real, folder)
             else:  # a run named in bytes that are not UTF-8: each of its trials is named
-                for _ in _iter_trials(folder, left_out):
+                for _ in _iter_trials(folder, search):
                     pass
             return
-        for child in _subdirs(folder, left_out):
+        for child in _subdirs(folder, search):
             visit(folder / child.name, depth + 1)
 
     for raw in paths:
@@ -777,12 +810,13 @@ class TaskIndex:
         #: Entries of the task tree skipped (a symlink loop, a suite that cannot be listed).
         self.left_out = LeftOut()
         self._tasks: dict[str, list[tuple[bool, str, Path]]] = {}
-        for suite in _subdirs(self.root, self.left_out):
+        search = _Search(self.left_out)
+        for suite in _subdirs(self.root, search):
             suite_path = self.root / suite.name
             if (suite_path / "task.toml").is_file():  # tasks_root is itself a suite folder
                 self._add(suite.name, self.root.name, suite_path)
                 continue
-            for task in _subdirs(suite_path, self.left_out):
+            for task in _subdirs(suite_path, search):
                 self._add(task.name, suite.name, suite_path / task.name)
         for folders in self._tasks.values():  # suites with task.toml first, then by name
             folders.sort(key=lambda item: (not item[0], item[1]))

@@ -7,6 +7,7 @@ runs in ../shared/corpus/csb (read from their result.json files by hand).
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -433,3 +434,36 @@ def test_result_json_linked_inside_the_trial_is_read(tmp_path: Path) -> None:
     (trial / "result.json").symlink_to("kept/result.json")
     result = read_trial_result(trial)
     assert (result.task_name, result.trial_name, result.has_result_json) == ("z-003", "t", True)
+
+
+def test_listings_kept_by_discover_runs_are_reused_once_by_discover_trials(tmp_path, monkeypatch):
+    # a folder of two runs (batch layout, two batches each): deciding that "official" is
+    # not a run lists every batch folder; the trial search must not list them again
+    for run in ("run_a", "run_b"):
+        for batch in ("2026-03-01__10-00-00", "2026-03-01__11-00-00"):
+            (tmp_path / "official" / run / "cfg" / batch / f"t-{batch[-2:]}__abc" / "agent").mkdir(
+                parents=True
+            )
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(path):
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counting_scandir)
+    plain = [discover_trials(r) for r in discover_runs([tmp_path])]
+    plain_listed = sorted(listed)
+    listed.clear()
+    listings: dict = {}
+    runs = discover_runs([tmp_path], listings=listings)
+    shared = [discover_trials(r, listings=listings) for r in runs]
+
+    def batches(paths):
+        return [p for p in paths if p.endswith(("10-00-00", "11-00-00"))]
+
+    assert shared == plain  # the same trials, the same order
+    assert len(listed) == len(set(listed))  # no folder listed twice
+    assert len(batches(listed)) == 4
+    assert len(batches(plain_listed)) == 10  # each batch twice, each run's first once more
+    assert not [p for p in listings if "run_a" in p or "run_b" in p]  # used listings freed
