@@ -220,7 +220,7 @@ class _Targets:
     def file_ranges(self) -> list[dict[str, Any]]:
         """Each file's spans, sorted, overlapping or adjacent ones merged."""
         out: list[dict[str, Any]] = []
-        for key in self.files if self.ranges else ():
+        for key in self.files:
             spans = self.ranges.get(key)
             if not spans:
                 continue
@@ -261,8 +261,9 @@ def _salient_arguments(
     for name, value in arguments.items():
         if name not in _SALIENT_NAMES:
             continue
-        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
-            value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
+        if isinstance(value, str):
+            if len(value) > MAX_ARGUMENT_CHARS:
+                value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
         elif type(value) is int and -(2**63) <= value < 2**64:
             pass  # what orjson writes as it is; any other int is cut below
         elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
@@ -713,7 +714,7 @@ def _event(
         "target_files": target_files,
         "target_sources": targets.files,  # the targets end with the event: no copy
         "target_symbols": list(dict.fromkeys(symbols)) if len(symbols) > 1 else symbols,
-        "file_ranges": targets.file_ranges(),
+        "file_ranges": targets.file_ranges() if targets.ranges else [],
         "hits_ground_truth": bool(matched),
         "matched_ground_truth_files": matched,
         "is_error": call.is_error,
