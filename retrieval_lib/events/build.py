@@ -261,9 +261,8 @@ def _salient_arguments(
     for name, value in arguments.items():
         if name not in _SALIENT_NAMES:
             continue
-        if isinstance(value, str):
-            if len(value) > MAX_ARGUMENT_CHARS:
-                value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
+        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
+            value = f"{value[:MAX_ARGUMENT_CHARS]}…[{len(value) - MAX_ARGUMENT_CHARS} chars cut]"
         elif type(value) is int and -(2**63) <= value < 2**64:
             pass  # what orjson writes as it is; any other int is cut below
         elif isinstance(value, (dict, list, int)) and not isinstance(value, bool):
@@ -695,14 +694,12 @@ def _event(
     target_files = list(targets.files)
     matched = [t for t in target_files if t in gt_set]
     elapsed = None
-    if started is not None and call.timestamp:
-        at = parse_iso_time(call.timestamp)
-        if at is not None:
-            seconds = (at - started).total_seconds()
-            # A call before the agent's start means the two clocks disagree (the start
-            # comes from result.json, the call time from the trace). Clamping to 0 would
-            # invent an instant retrieval, so the time is unknown instead.
-            elapsed = seconds if seconds >= 0 else None
+    if started is not None and (at := parse_iso_time(call.timestamp)) is not None:
+        seconds = (at - started).total_seconds()
+        # A call before the agent's start means the two clocks disagree (the start
+        # comes from result.json, the call time from the trace). Clamping to 0 would
+        # invent an instant retrieval, so the time is unknown instead.
+        elapsed = seconds if seconds >= 0 else None
     return {
         "step_index": step_index,
         "tool_name": call.name,
