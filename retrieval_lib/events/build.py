@@ -220,7 +220,7 @@ class _Targets:
     def file_ranges(self) -> list[dict[str, Any]]:
         """Each file's spans, sorted, overlapping or adjacent ones merged."""
         out: list[dict[str, Any]] = []
-        for key in self.files if self.ranges else ():
+        for key in self.files:
             spans = self.ranges.get(key)
             if not spans:
                 continue
@@ -694,14 +694,12 @@ def _event(
     target_files = list(targets.files)
     matched = [t for t in target_files if t in gt_set]
     elapsed = None
-    if started is not None and call.timestamp:
-        at = parse_iso_time(call.timestamp)
-        if at is not None:
-            seconds = (at - started).total_seconds()
-            # A call before the agent's start means the two clocks disagree (the start
-            # comes from result.json, the call time from the trace). Clamping to 0 would
-            # invent an instant retrieval, so the time is unknown instead.
-            elapsed = seconds if seconds >= 0 else None
+    if started is not None and (at := parse_iso_time(call.timestamp)) is not None:
+        seconds = (at - started).total_seconds()
+        # A call before the agent's start means the two clocks disagree (the start
+        # comes from result.json, the call time from the trace). Clamping to 0 would
+        # invent an instant retrieval, so the time is unknown instead.
+        elapsed = seconds if seconds >= 0 else None
     return {
         "step_index": step_index,
         "tool_name": call.name,
@@ -713,7 +711,7 @@ def _event(
         "target_files": target_files,
         "target_sources": targets.files,  # the targets end with the event: no copy
         "target_symbols": list(dict.fromkeys(symbols)) if len(symbols) > 1 else symbols,
-        "file_ranges": targets.file_ranges(),
+        "file_ranges": targets.file_ranges() if targets.ranges else [],
         "hits_ground_truth": bool(matched),
         "matched_ground_truth_files": matched,
         "is_error": call.is_error,
