@@ -19,6 +19,7 @@ fallbacks are one format's rules; the ATIF parser reuses its content and repair 
 
 from __future__ import annotations
 
+import errno
 import re
 from pathlib import Path
 from typing import Any
@@ -75,11 +76,19 @@ def read_trace_bytes(path: str | Path, what: str, within: str | Path | None = No
     file_path = path if isinstance(path, Path) else Path(path)
     try:
         folder = within if within is not None else file_path.parent
-        if lies_outside(file_path, folder):
-            raise InputError(
-                f"{what} {file_path} is a symlink to a file outside {folder}; not read"
-            )
-        data = read_regular_bytes(file_path)  # a FIFO or a device: refused, never waited on
+        data = None
+        if not lies_outside(file_path.parent, folder):
+            try:  # the usual case: one open, which refuses a symlink (checked below)
+                data = read_regular_bytes(file_path, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.EMLINK):
+                    raise
+        if data is None:
+            if lies_outside(file_path, folder):
+                raise InputError(
+                    f"{what} {file_path} is a symlink to a file outside {folder}; not read"
+                )
+            data = read_regular_bytes(file_path)  # a FIFO or a device: refused, never waited on
     except FileNotFoundError as exc:
         raise InputError(f"{what} not found: {file_path}") from exc
     except IsADirectoryError as exc:
