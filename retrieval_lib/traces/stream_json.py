@@ -20,6 +20,7 @@ fallbacks are one format's rules; the ATIF parser reuses its content and repair 
 from __future__ import annotations
 
 import errno
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def read_trace_bytes(path: str | Path, what: str, within: str | Path | None = No
     try:
         folder = within if within is not None else file_path.parent
         data = None
-        if not lies_outside(file_path.parent, folder):
+        if not lies_outside(os.path.dirname(file_path), folder):
             try:  # the usual case: one open, which refuses a symlink (checked below)
                 data = read_regular_bytes(file_path, follow_symlinks=False)
             except OSError as exc:
@@ -440,14 +441,13 @@ class _Transcript:
 
     def _merge_usage(self, position: int, usage: dict[str, Any]) -> None:
         """Merge a message line's usage into its message's (field-wise maximum)."""
-        counts = [token_count(usage.get(name)) for name in _USAGE_FIELDS]
-        if not any(counts) and not any(type(usage.get(name)) is int for name in _USAGE_FIELDS):
+        values = list(map(usage.get, _USAGE_FIELDS))
+        if int not in map(type, values):
             return  # no count at all: not a usage
         self.last_usage[position] = usage
+        counts = list(map(token_count, values))
         known = self.message_usage[position]
-        if known is not None:
-            counts = [max(a, b) for a, b in zip(known, counts, strict=True)]
-        self.message_usage[position] = counts
+        self.message_usage[position] = counts if known is None else list(map(max, known, counts))
 
     def _add_tool_use(self, block: dict[str, Any], parent: Any, position: int, line: int) -> None:
         line_warnings = self.line_warnings
