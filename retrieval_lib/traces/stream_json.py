@@ -12,9 +12,6 @@ Consecutive assistant lines repeat the ``message.id`` and ``usage`` of the API m
 belong to, so usage is deduplicated by message id. When a message id repeats with different
 figures, the field-wise maximum is kept: stream lines may carry placeholder counts (notably
 ``output_tokens``) that later lines of the same message overwrite with larger ones.
-
-Why one module of this length: the line reader, the usage deduplication and the totals'
-fallbacks are one format's rules; the ATIF parser reuses its content and repair helpers.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -352,29 +350,25 @@ class _Transcript:
                         leading_banner += 1
                     continue
             lines_total += 1
-            error: orjson.JSONDecodeError | None = None
             try:
                 obj = orjson.loads(view[start:end])
-            except orjson.JSONDecodeError as exc:
+            except orjson.JSONDecodeError as error:
                 repaired = loads_repaired(data[start:end])
                 if repaired is None:
-                    error = exc
-                else:
-                    obj, what = repaired
-                    line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
-            if error is not None:
-                lines_skipped += 1
-                if content_end is None:
-                    content_end = len(data.rstrip())
-                if end >= content_end:
-                    truncated = True
-                    warnings.append(
-                        f"line {index + 1} (last line) is cut off ({error}); "
-                        "transcript truncated, earlier lines kept"
-                    )
-                else:
-                    line_warnings.add(f"line {index + 1}: invalid JSON ({error}), skipped")
-                continue
+                    lines_skipped += 1
+                    if content_end is None:
+                        content_end = len(data.rstrip())
+                    if end >= content_end:
+                        truncated = True
+                        warnings.append(
+                            f"line {index + 1} (last line) is cut off ({error}); "
+                            "transcript truncated, earlier lines kept"
+                        )
+                    else:
+                        line_warnings.add(f"line {index + 1}: invalid JSON ({error}), skipped")
+                    continue
+                obj, what = repaired
+                line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
             if not isinstance(obj, dict):
                 lines_skipped += 1
                 line_warnings.add(f"line {index + 1}: JSON value is not an object, skipped")
@@ -634,16 +628,10 @@ def _attach_cumulative_tokens(
     warnings: list[str],
 ) -> None:
     """Give each call the running token total up to and including its message."""
-    running: list[int] = []
-    total = missing = 0
-    for usage in message_usage:
-        if usage is None:
-            missing += 1
-        else:
-            total += sum(usage)
-        running.append(total)
+    missing = message_usage.count(None)
     if missing == len(message_usage):
         return
+    running = list(accumulate(0 if usage is None else sum(usage) for usage in message_usage))
     for call, position in zip(calls, call_message_index, strict=True):
         call.cumulative_tokens = running[position]
     if missing:
