@@ -12,14 +12,14 @@ Consecutive assistant lines repeat the ``message.id`` and ``usage`` of the API m
 belong to, so usage is deduplicated by message id. When a message id repeats with different
 figures, the field-wise maximum is kept: stream lines may carry placeholder counts (notably
 ``output_tokens``) that later lines of the same message overwrite with larger ones.
-
-Why one module of this length: the line reader, the usage deduplication and the totals'
-fallbacks are one format's rules; the ATIF parser reuses its content and repair helpers.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +75,19 @@ def read_trace_bytes(path: str | Path, what: str, within: str | Path | None = No
     file_path = path if isinstance(path, Path) else Path(path)
     try:
         folder = within if within is not None else file_path.parent
-        if lies_outside(file_path, folder):
-            raise InputError(
-                f"{what} {file_path} is a symlink to a file outside {folder}; not read"
-            )
-        data = read_regular_bytes(file_path)  # a FIFO or a device: refused, never waited on
+        data = None
+        if not lies_outside(os.path.dirname(file_path), folder):
+            try:  # the usual case: one open, which refuses a symlink (checked below)
+                data = read_regular_bytes(file_path, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.EMLINK):
+                    raise
+        if data is None:
+            if lies_outside(file_path, folder):
+                raise InputError(
+                    f"{what} {file_path} is a symlink to a file outside {folder}; not read"
+                )
+            data = read_regular_bytes(file_path)  # a FIFO or a device: refused, never waited on
     except FileNotFoundError as exc:
         raise InputError(f"{what} not found: {file_path}") from exc
     except IsADirectoryError as exc:
@@ -342,29 +350,25 @@ class _Transcript:
                         leading_banner += 1
                     continue
             lines_total += 1
-            error: orjson.JSONDecodeError | None = None
             try:
                 obj = orjson.loads(view[start:end])
-            except orjson.JSONDecodeError as exc:
+            except orjson.JSONDecodeError as error:
                 repaired = loads_repaired(data[start:end])
                 if repaired is None:
-                    error = exc
-                else:
-                    obj, what = repaired
-                    line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
-            if error is not None:
-                lines_skipped += 1
-                if content_end is None:
-                    content_end = len(data.rstrip())
-                if end >= content_end:
-                    truncated = True
-                    warnings.append(
-                        f"line {index + 1} (last line) is cut off ({error}); "
-                        "transcript truncated, earlier lines kept"
-                    )
-                else:
-                    line_warnings.add(f"line {index + 1}: invalid JSON ({error}), skipped")
-                continue
+                    lines_skipped += 1
+                    if content_end is None:
+                        content_end = len(data.rstrip())
+                    if end >= content_end:
+                        truncated = True
+                        warnings.append(
+                            f"line {index + 1} (last line) is cut off ({error}); "
+                            "transcript truncated, earlier lines kept"
+                        )
+                    else:
+                        line_warnings.add(f"line {index + 1}: invalid JSON ({error}), skipped")
+                    continue
+                obj, what = repaired
+                line_warnings.add(f"line {index + 1}: {what} replaced by U+FFFD")
             if not isinstance(obj, dict):
                 lines_skipped += 1
                 line_warnings.add(f"line {index + 1}: JSON value is not an object, skipped")
@@ -431,14 +435,13 @@ class _Transcript:
 
     def _merge_usage(self, position: int, usage: dict[str, Any]) -> None:
         """Merge a message line's usage into its message's (field-wise maximum)."""
-        counts = [token_count(usage.get(name)) for name in _USAGE_FIELDS]
-        if not any(counts) and not any(type(usage.get(name)) is int for name in _USAGE_FIELDS):
+        values = list(map(usage.get, _USAGE_FIELDS))
+        if int not in map(type, values):
             return  # no count at all: not a usage
         self.last_usage[position] = usage
+        counts = list(map(token_count, values))
         known = self.message_usage[position]
-        if known is not None:
-            counts = [max(a, b) for a, b in zip(known, counts, strict=True)]
-        self.message_usage[position] = counts
+        self.message_usage[position] = counts if known is None else list(map(max, known, counts))
 
     def _add_tool_use(self, block: dict[str, Any], parent: Any, position: int, line: int) -> None:
         line_warnings = self.line_warnings
@@ -625,16 +628,10 @@ def _attach_cumulative_tokens(
     warnings: list[str],
 ) -> None:
     """Give each call the running token total up to and including its message."""
-    running: list[int] = []
-    total = missing = 0
-    for usage in message_usage:
-        if usage is None:
-            missing += 1
-        else:
-            total += sum(usage)
-        running.append(total)
+    missing = message_usage.count(None)
     if missing == len(message_usage):
         return
+    running = list(accumulate(0 if usage is None else sum(usage) for usage in message_usage))
     for call, position in zip(calls, call_message_index, strict=True):
         call.cumulative_tokens = running[position]
     if missing:
