@@ -12,6 +12,9 @@ Consecutive assistant lines repeat the ``message.id`` and ``usage`` of the API m
 belong to, so usage is deduplicated by message id. When a message id repeats with different
 figures, the field-wise maximum is kept: stream lines may carry placeholder counts (notably
 ``output_tokens``) that later lines of the same message overwrite with larger ones.
+
+Why one module of this length: the line reader, the usage deduplication and the totals'
+fallbacks are one format's rules; the ATIF parser reuses its content and repair helpers.
 """
 
 from __future__ import annotations
