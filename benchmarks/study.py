@@ -303,6 +303,17 @@ def make_raw_archive(
             _link_tree(source, run / config / stamp / trial, rewrite)
 
 
+def _save(results: list[dict[str, Any]], name: str) -> None:
+    """Write ``results`` to ``benchmarks/out/<name>``."""
+    (HERE / "out").mkdir(exist_ok=True)
+    (HERE / "out" / name).write_text(json.dumps(results, indent=2) + "\n")
+
+
+def _print_rows(result: dict[str, Any]) -> None:
+    for key, value in result.items():
+        print(f"{key:28} {value}", flush=True)
+
+
 def _made_once(data: Path, make: Callable[[], object]) -> float:
     """Make a workload's folder once (``data/complete`` marks it made); the seconds it took."""
     marker = data / "complete"
@@ -347,10 +358,8 @@ def raw_archive(sizes: list[int], root: Path, workers: int) -> int:
             "output_tail": str(measured["output"]).splitlines()[-3:],
         }
         results.append(result)
-        for key, value in result.items():
-            print(f"{key:28} {value}", flush=True)
-        (HERE / "out").mkdir(exist_ok=True)
-        (HERE / "out" / "study_raw_archive.json").write_text(json.dumps(results, indent=2) + "\n")
+        _print_rows(result)
+        _save(results, "study_raw_archive.json")
     return 0
 
 
@@ -447,8 +456,7 @@ def check_only(data: Path, out: Path, trials: int, workers: int) -> int:
         result = {"trials": trials, "verify": verify, **json.loads(probe.stdout)}
         results.append(result)
         print(json.dumps(result), flush=True)
-    (HERE / "out").mkdir(exist_ok=True)
-    (HERE / "out" / "study_check.json").write_text(json.dumps(results, indent=2) + "\n")
+    _save(results, "study_check.json")
     return 0
 
 
@@ -503,13 +511,10 @@ def archive(sizes: list[int], root: Path, *, load_only: bool = False) -> int:
             "output_tail": str(measured["output"]).splitlines()[-3:],
         }
         results.append(result)
-        for key, value in result.items():
-            print(f"{key:28} {value}", flush=True)
-        (HERE / "out").mkdir(exist_ok=True)
-        (HERE / "out" / "study_archive.json").write_text(json.dumps(results, indent=2) + "\n")
+        _print_rows(result)
+        _save(results, "study_archive.json")
     if load_only:
-        (HERE / "out").mkdir(exist_ok=True)
-        (HERE / "out" / "study_archive_load.json").write_text(json.dumps(results, indent=2) + "\n")
+        _save(results, "study_archive_load.json")
     return 0
 
 
