@@ -153,11 +153,15 @@ def begin_normalize(
     remove_orphaned_temporaries([folder])
 
 
-def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+def _sizes(
+    events_dir: Path, paths: Iterable[str | os.PathLike[str]] | Mapping[str, int | None]
+) -> dict[str, int]:
     """``{path relative to events_dir: size}``; a path is resolved only when it is not
-    already below the resolved ``events_dir`` (the writers resolve; strings: per document)."""
+    already below the resolved ``events_dir`` (the writers resolve; strings: per document).
+    A mapping gives the sizes its writer wrote (``None``: look)."""
     root = str(events_dir.resolve())
     prefix = root.rstrip("/") + "/"
+    known: Mapping[str, int | None] = paths if isinstance(paths, Mapping) else {}
     out: dict[str, int] = {}
     for raw in paths:
         path = os.path.normpath(raw)
@@ -165,18 +169,20 @@ def _sizes(events_dir: Path, paths: Iterable[str | os.PathLike[str]]) -> dict[st
             path = os.path.realpath(path)
             if not path.startswith(prefix):
                 raise ValueError(f"{raw} is not in {root}")
-        out[path[len(prefix) :]] = os.stat(path).st_size
+        size = known.get(os.fspath(raw))
+        out[path[len(prefix) :]] = os.stat(path).st_size if size is None else size
     return dict(sorted(out.items()))
 
 
 def finish_normalize(
     events_dir: str | os.PathLike[str],
-    documents: Iterable[str | os.PathLike[str]],
+    documents: Iterable[str | os.PathLike[str]] | Mapping[str, int | None],
     *,
     failed_trials: Sequence[Mapping[str, Any]],
 ) -> None:
     """Last, once every document of the run is written and stale ones are removed:
-    record the documents (path relative to ``events_dir`` and size) and the failed trials."""
+    record the documents (path relative to ``events_dir`` and size: the bytes written
+    when ``documents`` maps each path to them, else as found) and the failed trials."""
     folder = Path(events_dir)
     record = {**_new_record(), **(read_record(folder) or {})}
     record.update(

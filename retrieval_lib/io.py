@@ -571,7 +571,10 @@ def read_regular_bytes(
                 errno.EINVAL, f"is {file_kind(mode)}, not a regular file", os.fspath(path)
             )
         # fstat's size plus one byte (to see the end), then on should the file have grown;
-        # a file system that applies O_NONBLOCK to a regular file gets a blocking retry
+        # a file system that applies O_NONBLOCK to a regular file gets a blocking retry.
+        # A read short of what was asked that completes fstat's size is the end (no
+        # further read: a system call is a tenth of a small file's cost); one short of
+        # the size (a network or FUSE file system) reads on.
         size = found.st_size
         chunks: list[bytes] = []
         total = 0
@@ -586,6 +589,8 @@ def read_regular_bytes(
                 break
             chunks.append(chunk)
             total += len(chunk)
+            if total == size and len(chunk) < want:
+                break
             if limit is not None:
                 want = limit - total
             else:

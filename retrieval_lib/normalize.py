@@ -34,7 +34,7 @@ import stat
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from retrieval_lib.events.document import (
     LEFT_OUT_FILENAME,
     METRICS_SUFFIX,
     document_path,
-    write_document,
+    encode_document,
 )
 from retrieval_lib.ground_truth import GroundTruth, load_ground_truth_cached
 from retrieval_lib.harness import (
@@ -58,7 +58,7 @@ from retrieval_lib.harness import (
     trajectory_agent_version,
     transcript_source,
 )
-from retrieval_lib.io import file_kind, lies_outside, os_reason, parse_iso_time
+from retrieval_lib.io import atomic_write_bytes, file_kind, lies_outside, os_reason, parse_iso_time
 from retrieval_lib.paths import split_key
 from retrieval_lib.runs import (
     LeftOut,
@@ -109,6 +109,8 @@ class TrialOutput:
     no_trace: bool = False
     #: The task has no file-level ground truth (a document is still written).
     no_ground_truth: bool = False
+    #: Bytes of the document written (``None``: none written), for the completion record.
+    document_bytes: int | None = None
 
 
 @dataclass
@@ -497,7 +499,8 @@ def _normalize_one(
             trials_for_pair=n_trials,
         )
         target = document_path(out_root, trial.config_name, result.task_name, suffix)
-        write_document(doc, target)
+        data = encode_document(doc, where=str(target))
+        atomic_write_bytes(target, data)
         coverage = doc["coverage"]
         return TrialOutput(
             trial_dir=str(trial.trial_dir),
@@ -509,6 +512,7 @@ def _normalize_one(
             degraded_reason=coverage["degraded_reason"],
             no_trace=coverage["trace_source"] is None,
             no_ground_truth=not coverage["has_ground_truth"],
+            document_bytes=len(data),
         )
     except Exception as exc:  # one broken trial must not stop the run: record it, go on
         error = str(exc) if isinstance(exc, RetrievalLibError) else f"{type(exc).__name__}: {exc}"
@@ -745,8 +749,9 @@ class _RunTracker:
         self.on_run_done = on_run_done
         self.left_out = left_out if left_out is not None else LeftOut()
         self.listings = listings
-        # per output root (one per run): run folder, trials not back yet, paths written
-        self.open: dict[str, tuple[str, list[int], set[str]]] = {}
+        # per output root (one per run): run folder, trials not back yet, documents written
+        # (path: bytes)
+        self.open: dict[str, tuple[str, list[int], dict[str, int | None]]] = {}
         self.pass_id = os.urandom(8)  # this pass's trials check a task's ground truth once
 
     def jobs(
@@ -758,7 +763,7 @@ class _RunTracker:
             key = str(out_root)
             # before any document is written: the run is incomplete until _close
             begin_normalize(out_root, run=run_dir, tasks_root=tasks_root)
-            self.open[key] = (str(run_dir), [len(plan)], set())
+            self.open[key] = (str(run_dir), [len(plan)], {})
             if self.bar is not None:
                 self.bar.total += len(plan)
                 self.bar.refresh()
@@ -772,7 +777,7 @@ class _RunTracker:
         run, remaining, written = self.open[key]
         self.report.add(output, run)
         if output.path:
-            written.add(output.path)  # resolved already (document_path)
+            written[output.path] = output.document_bytes  # resolved already (document_path)
         remaining[0] -= 1
         if self.bar is not None:
             self.bar.update()
@@ -868,7 +873,7 @@ def _raise_unless_permission(error: OSError) -> None:
         raise error
 
 
-def _remove_stale_documents(out_roots: Sequence[Path], written: set[str]) -> int:
+def _remove_stale_documents(out_roots: Sequence[Path], written: Collection[str]) -> int:
     """Delete documents (and their metrics files) a previous pass left in our output folders.
 
     A (task, config) pair that gained a trial is written as ``<task>__<id>`` files; the old

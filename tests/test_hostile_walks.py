@@ -163,17 +163,28 @@ def test_a_fifo_in_tests_is_named_not_read(tmp_path: Path) -> None:
 
 
 def _deny_listing(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
-    """os.scandir refuses ``denied`` as the kernel refuses a non-root user a mode-000 folder."""
+    """os.scandir refuses ``denied``, and os.stat what lies below it, as the kernel refuses
+    a non-root user a mode-000 folder."""
     import retrieval_lib.runs as runs_module
 
-    real_scandir = os.scandir
+    real_scandir, real_stat = os.scandir, os.stat
+    inside = os.fspath(denied) + os.sep
+
+    def refused(path: Any) -> PermissionError:
+        return PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
 
     def scandir(path: Any = ".") -> Any:
         if os.fspath(path) == os.fspath(denied):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+            raise refused(path)
         return real_scandir(path)
 
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(path, (str, os.PathLike)) and os.fspath(path).startswith(inside):
+            raise refused(path)
+        return real_stat(path, *args, **kwargs)
+
     monkeypatch.setattr(runs_module.os, "scandir", scandir)
+    monkeypatch.setattr(runs_module.os, "stat", stat)
 
 
 def _two_runs(tmp_path: Path) -> tuple[Path, Path]:
@@ -215,6 +226,48 @@ def test_an_unreadable_trial_folder_is_named(
     left = LeftOut()
     assert [t.trial_dir.name for t in discover_trials(run, left)] == ["t-001__aaaaaaa"]
     assert left.entries() == [(str(locked), "cannot be listed (Permission denied)")]
+
+
+def test_a_trial_folder_that_can_be_searched_but_not_listed_is_normalised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as mode 0o100 (search, no read): discovery finds agent/ by name, as the readers do
+    run = tmp_path / "r1"
+    _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
+    hidden = _trial(run, "baseline", "t-002__bbbbbbb", "t-002")
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.fspath(path) == os.fspath(hidden):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    left = LeftOut()
+    assert [t.trial_dir.name for t in discover_trials(run, left)] == [
+        "t-001__aaaaaaa",
+        "t-002__bbbbbbb",
+    ]
+    assert left.entries() == []
+    report = normalize_paths([run], None, out=tmp_path / "out")
+    assert report.documents == 2 and report.failed == 0
+
+
+def test_discovery_finds_a_trial_by_its_agent_folder_without_listing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "r1"
+    trial = _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        listed.append(os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert [t.trial_dir for t in discover_trials(run)] == [trial]
+    assert str(trial) not in listed and str(trial.parent) in listed
 
 
 # ------------------------------------------- 8. an output folder linked out of the run

@@ -312,6 +312,41 @@ def test_read_regular_bytes_reads_to_the_end_of_a_file_that_grew(tmp_path, monke
     assert io.read_regular_bytes(path, limit=5) == b"a" * 5
 
 
+@pytest.mark.parametrize("piece", [1, 7, 4096])
+def test_read_regular_bytes_reads_on_after_short_reads(tmp_path, monkeypatch, piece):
+    # a network or FUSE file system may return fewer bytes than asked before the end
+    import os
+
+    from retrieval_lib import io
+
+    path = tmp_path / "f.bin"
+    data = bytes(i % 251 for i in range(10_000))
+    path.write_bytes(data)
+    real_read = os.read
+    monkeypatch.setattr(io.os, "read", lambda fd, n: real_read(fd, min(n, piece)))
+    assert io.read_regular_bytes(path) == data
+    assert io.read_regular_bytes(path, limit=5000) == data[:5000]
+
+
+def test_read_regular_bytes_reads_a_whole_file_in_one_call(tmp_path, monkeypatch):
+    import os
+
+    from retrieval_lib import io
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 5000)
+    calls: list[int] = []
+    real_read = os.read
+
+    def counted(fd, n):
+        calls.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(io.os, "read", counted)
+    assert io.read_regular_bytes(path) == b"x" * 5000
+    assert calls == [5001]  # the short read that completes fstat's size is the end
+
+
 def test_atomic_write_tries_another_name_when_a_temporary_name_is_taken(tmp_path, monkeypatch):
     from retrieval_lib import io
 

@@ -46,6 +46,7 @@ __all__ = [
     "document_filename",
     "document_path",
     "dumps_document",
+    "encode_document",
     "events_frame",
     "find_documents",
     "iter_documents",
@@ -217,11 +218,18 @@ def dumps_document(doc: dict[str, Any]) -> bytes:
     )
 
 
+def encode_document(
+    doc: dict[str, Any], *, where: str = "document", validate: bool = True
+) -> bytes:
+    """Validate ``doc`` (errors name ``where``) and serialise it (:func:`dumps_document`)."""
+    if validate:
+        validate_document(doc, where=where)
+    return dumps_document(doc)
+
+
 def write_document(doc: dict[str, Any], path: str | Path, *, validate: bool = True) -> Path:
     """Validate ``doc`` and write it atomically to ``path``."""
-    if validate:
-        validate_document(doc, where=str(path))
-    return atomic_write_bytes(path, dumps_document(doc))
+    return atomic_write_bytes(path, encode_document(doc, where=str(path), validate=validate))
 
 
 def load_document(path: str | Path, *, validate: bool = True) -> dict[str, Any]:
