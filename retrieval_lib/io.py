@@ -572,9 +572,9 @@ def read_regular_bytes(
             )
         # fstat's size plus one byte (to see the end), then on should the file have grown;
         # a file system that applies O_NONBLOCK to a regular file gets a blocking retry.
-        # A read short of what was asked that completes fstat's size is the end (no
-        # further read: a system call is a tenth of a small file's cost); one short of
-        # the size (a network or FUSE file system) reads on.
+        # A read short of what was asked that completes fstat's size is the end (one
+        # system call fewer per file); one short of the size (a network or FUSE file
+        # system may return less) reads on.
         size = found.st_size
         chunks: list[bytes] = []
         total = 0
