@@ -162,9 +162,12 @@ def test_a_fifo_in_tests_is_named_not_read(tmp_path: Path) -> None:
 # ------------------------------------------------------- 7. an unreadable run folder
 
 
-def _deny_listing(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+def _deny_listing(
+    monkeypatch: pytest.MonkeyPatch, denied: Path, *, searchable: bool = False
+) -> None:
     """os.scandir refuses ``denied``, and os.stat what lies below it, as the kernel refuses
-    a non-root user a mode-000 folder."""
+    a non-root user a mode-000 folder; ``searchable``: a mode-100 one (no listing, but
+    what lies below is reached by name)."""
     import retrieval_lib.runs as runs_module
 
     real_scandir, real_stat = os.scandir, os.stat
@@ -184,7 +187,8 @@ def _deny_listing(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
         return real_stat(path, *args, **kwargs)
 
     monkeypatch.setattr(runs_module.os, "scandir", scandir)
-    monkeypatch.setattr(runs_module.os, "stat", stat)
+    if not searchable:
+        monkeypatch.setattr(runs_module.os, "stat", stat)
 
 
 def _two_runs(tmp_path: Path) -> tuple[Path, Path]:
@@ -231,18 +235,11 @@ def test_an_unreadable_trial_folder_is_named(
 def test_a_trial_folder_that_can_be_searched_but_not_listed_is_normalised(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # as mode 0o100 (search, no read): discovery finds agent/ by name, as the readers do
+    # discovery finds agent/ by name, as the readers do
     run = tmp_path / "r1"
     _trial(run, "baseline", "t-001__aaaaaaa", "t-001")
     hidden = _trial(run, "baseline", "t-002__bbbbbbb", "t-002")
-    real_scandir = os.scandir
-
-    def scandir(path: Any = ".") -> Any:
-        if os.fspath(path) == os.fspath(hidden):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    _deny_listing(monkeypatch, hidden, searchable=True)
     left = LeftOut()
     assert [t.trial_dir.name for t in discover_trials(run, left)] == [
         "t-001__aaaaaaa",
